@@ -1,0 +1,1 @@
+"""Isolation for untrusted agent code: one protocol, several backends, and the images they run."""

@@ -1,0 +1,91 @@
+"""The sandbox seam: a protocol every backend implements and the records it returns.
+
+A command that fails is a result (`ExecResult` with its exit code); a sandbox
+that cannot be started or has broken is an exception (`SandboxError`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+LABEL_PREFIX = "dev.clade"
+OWNER_LABEL = f"{LABEL_PREFIX}.owner"
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself failed (could not start, vanished, engine unreachable)."""
+
+
+class SandboxUnavailable(SandboxError):
+    """The backend cannot run on this host (no engine, missing image)."""
+
+
+class Mount(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source: Path
+    target: str
+    read_only: bool = True
+
+
+class SandboxSpec(BaseModel):
+    """Everything a backend needs to start one hardened sandbox."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    image: str
+    mounts: list[Mount] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    workdir: str = "/clade"
+    memory_mb: int = Field(default=2048, ge=64)
+    cpus: float = Field(default=1.0, gt=0)
+    pids: int = Field(default=256, ge=8)
+    tmpfs_mb: int = Field(default=512, ge=1)
+    output_cap_bytes: int = Field(default=1_000_000, ge=1024)
+    labels: dict[str, str] = Field(default_factory=dict)
+    network: Literal["none"] = "none"
+
+
+class ExecResult(BaseModel):
+    exit_code: int
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    output_truncated: bool = False
+    duration_s: float
+
+
+class Sandbox(Protocol):
+    """One running sandbox. `close` removes it and everything it wrote outside its mounts."""
+
+    @property
+    def id(self) -> str: ...
+
+    def exec(
+        self,
+        command: list[str],
+        *,
+        timeout_s: float,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult: ...
+
+    def write_file(self, path: str, data: bytes) -> None: ...
+
+    def read_file(self, path: str, *, max_bytes: int = 10_000_000) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+class SandboxBackend(Protocol):
+    name: str
+
+    def start(self, spec: SandboxSpec) -> Sandbox: ...
+
+    def remove_orphans(self, owner: str | None = None) -> list[str]:
+        """Remove sandboxes this backend left behind (all, or one owner's); return their ids."""
+        ...

@@ -1,0 +1,94 @@
+"""One settings object for every Clade process, built once and passed in.
+
+Values come from `CLADE_*` environment variables. Secrets are never given
+defaults in code: a token that is not configured is generated once and kept
+in the data directory (mode 0600), so a fresh machine works and no two
+installations share a secret.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_PORT = 8420
+TOKEN_NAMES = ("admin_token", "worker_token", "read_token")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CLADE_", extra="ignore")
+
+    data_dir: Path = Field(default_factory=lambda: Path.home() / ".clade")
+    database_url: str | None = None
+    broker_url: str | None = None
+    service_url: str = f"http://127.0.0.1:{DEFAULT_PORT}"
+
+    admin_token: SecretStr | None = None
+    worker_token: SecretStr | None = None
+    read_token: SecretStr | None = None
+    reads_require_token: bool = False
+
+    max_patch_bytes: int = 2 * 1024 * 1024
+    max_upload_bytes: int = 64 * 1024 * 1024
+    run_driver_enabled: bool = True
+    driver_interval_s: float = 1.0
+
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr | None = None
+    price_table_path: Path | None = None
+    sandbox_backend: str = "docker"
+
+    @property
+    def archive_path(self) -> Path:
+        return self.data_dir / "archive.git"
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.data_dir / 'clade.db'}"
+
+    @property
+    def resolved_broker_url(self) -> str:
+        """Redis (or any kombu URL) when configured, else the embedded file broker."""
+        return self.broker_url or "filesystem://"
+
+    @property
+    def broker_folder(self) -> Path:
+        return self.data_dir / "broker"
+
+    def with_tokens(self) -> Settings:
+        """Fill unset tokens from the data directory's secrets file, creating it once."""
+        missing = [name for name in TOKEN_NAMES if getattr(self, name) is None]
+        if not missing:
+            return self
+        stored = load_or_create_secrets(self.data_dir)
+        return self.model_copy(update={name: SecretStr(stored[name]) for name in missing})
+
+
+def load_or_create_secrets(data_dir: Path) -> dict[str, str]:
+    path = data_dir / "secrets.json"
+    if path.exists():
+        stored: dict[str, str] = json.loads(path.read_text())
+        if all(name in stored for name in TOKEN_NAMES):
+            return stored
+    data_dir.mkdir(parents=True, exist_ok=True)
+    stored = {name: secrets.token_urlsafe(32) for name in TOKEN_NAMES}
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(stored, handle)
+    os.replace(tmp, path)
+    return stored
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process's settings; only entry points call this, everything else takes them."""
+    return Settings().with_tokens()

@@ -1,0 +1,1 @@
+"""Clade worker: Celery tasks, the LLM gateway and the benchmarks."""
