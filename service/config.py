@@ -12,8 +12,6 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-CONFIG_VERSION = 1
-
 
 class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -90,7 +88,7 @@ class LimitsConfig(StrictModel):
 
 
 class RunConfig(StrictModel):
-    version: Literal[1] = CONFIG_VERSION
+    version: Literal[1] = 1
     name: str = Field(default="run", min_length=1, max_length=200)
     seed_agent: str = Field(pattern=r"^[0-9a-f]{40}$")
     benchmark: BenchmarkConfig = Field(default_factory=BenchmarkConfig)

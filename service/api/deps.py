@@ -1,0 +1,90 @@
+"""Dependencies shared by the routers: the session, the archive, and token checks."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.archive.store import Archive
+from service.settings import Settings
+
+
+@dataclass(frozen=True)
+class Services:
+    settings: Settings
+    engine: Engine
+    sessions: sessionmaker[Session]
+    archive: Archive
+
+
+def get_services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]
+
+
+def get_session(services: ServicesDep) -> Iterator[Session]:
+    with services.sessions() as session:
+        yield session
+
+
+def get_archive(services: ServicesDep) -> Archive:
+    return services.archive
+
+
+SessionDep = Annotated[Session, Depends(get_session)]
+ArchiveDep = Annotated[Archive, Depends(get_archive)]
+
+_bearer = HTTPBearer(auto_error=False)
+CredentialsDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+def _matches(credentials: HTTPAuthorizationCredentials | None, *tokens: object) -> bool:
+    if credentials is None:
+        return False
+    given = credentials.credentials.encode()
+    return any(
+        token is not None and secrets.compare_digest(given, token.get_secret_value().encode())  # type: ignore[attr-defined]
+        for token in tokens
+    )
+
+
+def _refuse(role: str) -> HTTPException:
+    return HTTPException(
+        status.HTTP_401_UNAUTHORIZED,
+        detail=f"this endpoint needs the {role} token (Authorization: Bearer <token>)",
+        headers={"WWW-Authenticate": "Bearer"},
+    )
+
+
+def require_admin(services: ServicesDep, credentials: CredentialsDep) -> None:
+    if not _matches(credentials, services.settings.admin_token):
+        raise _refuse("admin")
+
+
+def require_worker(services: ServicesDep, credentials: CredentialsDep) -> None:
+    settings = services.settings
+    if not _matches(credentials, settings.worker_token, settings.admin_token):
+        raise _refuse("worker")
+
+
+def require_reader(services: ServicesDep, credentials: CredentialsDep) -> None:
+    settings = services.settings
+    if not settings.reads_require_token:
+        return
+    if not _matches(credentials, settings.read_token, settings.admin_token, settings.worker_token):
+        raise _refuse("read")
+
+
+AdminOnly = Depends(require_admin)
+WorkerOnly = Depends(require_worker)
+Reader = Depends(require_reader)

@@ -1,0 +1,101 @@
+"""Agents: list, show, diff against the parent, code, and the export formats."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+from fastapi.responses import PlainTextResponse
+from sqlalchemy import func, select
+
+from service import queries
+from service.api.deps import ArchiveDep, Reader, SessionDep
+from service.api.schemas import AgentDetail, AgentPublic, EvaluationDetail, Page
+from service.archive.errors import NotFoundError
+from service.archive.export import bundle_bytes, export_agent
+from service.db.models import Agent, Evaluation
+
+router = APIRouter(prefix="/api/agents", tags=["agents"], dependencies=[Reader])
+
+
+def _download(data: bytes, media_type: str, filename: str) -> Response:
+    return Response(
+        data,
+        media_type=media_type,
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
+
+
+@router.get("")
+def list_agents(
+    session: SessionDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    kind: Annotated[str | None, Query(pattern="^(seed|child)$")] = None,
+) -> Page[AgentPublic]:
+    where = [Agent.kind == kind] if kind else []
+    total = session.scalar(select(func.count()).select_from(Agent).where(*where)) or 0
+    rows = session.scalars(
+        select(Agent)
+        .where(*where)
+        .order_by(Agent.created_at.desc(), Agent.id)
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    return Page(
+        items=[AgentPublic.model_validate(a, from_attributes=True) for a in rows],
+        total=total,
+        limit=limit,
+        offset=offset,
+    )
+
+
+@router.get("/{agent_id}")
+def show_agent(agent_id: str, session: SessionDep) -> AgentDetail:
+    return queries.agent_detail(session, agent_id=agent_id)
+
+
+@router.get("/{agent_id}/diff", response_class=PlainTextResponse)
+def agent_diff(agent_id: str, session: SessionDep, archive: ArchiveDep) -> str:
+    """The agent's change against its parent (a seed's whole code against nothing)."""
+    agent = queries.get_agent(session, agent_id=agent_id)
+    return archive.git.diff(agent.parent_id, agent.id)
+
+
+@router.get("/{agent_id}/code", response_class=Response)
+def agent_code(agent_id: str, session: SessionDep, archive: ArchiveDep) -> Response:
+    queries.get_agent(session, agent_id=agent_id)
+    data = archive.git.archive(agent_id, fmt="tar.gz", prefix=f"agent-{agent_id[:12]}/")
+    return _download(data, "application/gzip", f"agent-{agent_id[:12]}-code.tar.gz")
+
+
+@router.get("/{agent_id}/export", response_class=Response)
+def agent_export(agent_id: str, session: SessionDep, archive: ArchiveDep) -> Response:
+    """tar.gz of the code plus metadata.json (lineage, scores, run config, models)."""
+    data = export_agent(session, archive.git, agent_id=agent_id)
+    return _download(data, "application/gzip", f"agent-{agent_id[:12]}.tar.gz")
+
+
+@router.get("/{agent_id}/bundle", response_class=Response)
+def agent_bundle(agent_id: str, session: SessionDep, archive: ArchiveDep) -> Response:
+    """A git bundle of the agent's lineage: `git clone agent.bundle` gives its history."""
+    queries.get_agent(session, agent_id=agent_id)
+    data = bundle_bytes(archive.git, agent_ids=[agent_id])
+    return _download(data, "application/octet-stream", f"agent-{agent_id[:12]}.bundle")
+
+
+@router.get("/{agent_id}/patches", response_class=PlainTextResponse)
+def agent_patches(agent_id: str, session: SessionDep, archive: ArchiveDep) -> str:
+    """The patch series (git format-patch) from the agent's seed to the agent."""
+    lineage = queries.lineage_ids(
+        session, agent_id=queries.get_agent(session, agent_id=agent_id).id
+    )
+    return archive.git.patch_series(lineage[0], agent_id)
+
+
+@router.get("/{agent_id}/evaluations/{evaluation_id}")
+def agent_evaluation(agent_id: str, evaluation_id: str, session: SessionDep) -> EvaluationDetail:
+    evaluation = session.get(Evaluation, evaluation_id)
+    if evaluation is None or evaluation.agent_id != agent_id:
+        raise NotFoundError(f"evaluation {evaluation_id} of agent {agent_id} not found")
+    return EvaluationDetail.model_validate(evaluation, from_attributes=True)

@@ -1,0 +1,108 @@
+"""Runs: create, list, show, pause/resume/cancel, their agents, lineage, events and export."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Response, status
+from sqlalchemy import select
+
+from service import queries, runs
+from service.api.deps import AdminOnly, ArchiveDep, Reader, SessionDep
+from service.api.schemas import Lineage, Page, RunAgentPublic, RunDetail, RunPublic
+from service.archive.export import export_top
+from service.config import RunConfig
+from service.db.models import Event
+
+router = APIRouter(prefix="/api/runs", tags=["runs"])
+Limit = Annotated[int, Query(ge=1, le=1000)]
+Offset = Annotated[int, Query(ge=0)]
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, dependencies=[AdminOnly])
+def create_run(config: RunConfig, session: SessionDep) -> RunDetail:
+    run = runs.create_run(session, config=config)
+    session.commit()
+    return queries.run_detail(session, run=run)
+
+
+@router.get("", dependencies=[Reader])
+def list_runs(session: SessionDep, limit: Limit = 50, offset: Offset = 0) -> Page[RunPublic]:
+    items, total = queries.list_runs(session, limit=limit, offset=offset)
+    return Page(items=items, total=total, limit=limit, offset=offset)
+
+
+@router.get("/{run_id}", dependencies=[Reader])
+def show_run(run_id: str, session: SessionDep) -> RunDetail:
+    return queries.run_detail(session, run=queries.get_run(session, run_id=run_id))
+
+
+def _state_change(action: str):  # type: ignore[no-untyped-def]
+    def change(run_id: str, session: SessionDep) -> RunDetail:
+        run = runs.change_state(session, run_id=run_id, action=action)
+        session.commit()
+        return queries.run_detail(session, run=run)
+
+    change.__name__ = f"{action}_run"
+    return change
+
+
+for _action in runs.TRANSITIONS:
+    router.post(
+        f"/{{run_id}}/{_action}", dependencies=[AdminOnly], summary=f"{_action.title()} a run"
+    )(_state_change(_action))
+
+
+@router.get("/{run_id}/agents", dependencies=[Reader])
+def run_agents(
+    run_id: str,
+    session: SessionDep,
+    limit: Limit = 100,
+    offset: Offset = 0,
+    status_filter: Annotated[str | None, Query(alias="status")] = None,
+) -> Page[RunAgentPublic]:
+    items, total = queries.run_agents(
+        session, run_id=run_id, limit=limit, offset=offset, status=status_filter
+    )
+    return Page(items=items, total=total, limit=limit, offset=offset)
+
+
+@router.get("/{run_id}/lineage", dependencies=[Reader])
+def run_lineage(run_id: str, session: SessionDep) -> Lineage:
+    return queries.lineage(session, run_id=run_id)
+
+
+@router.get("/{run_id}/events", dependencies=[Reader])
+def run_events(
+    run_id: str, session: SessionDep, after: Annotated[int, Query(ge=0)] = 0, limit: Limit = 200
+) -> list[dict[str, Any]]:
+    """Events after the given id, oldest first: poll with the last id you saw."""
+    queries.get_run(session, run_id=run_id)
+    rows = session.scalars(
+        select(Event)
+        .where(Event.run_id == run_id, Event.id > after)
+        .order_by(Event.id)
+        .limit(limit)
+    )
+    return [
+        {"id": e.id, "kind": e.kind, "payload": e.payload, "created_at": e.created_at.isoformat()}
+        for e in rows
+    ]
+
+
+@router.get("/{run_id}/export", dependencies=[Reader], response_class=Response)
+def export_run_top(
+    run_id: str,
+    session: SessionDep,
+    archive: ArchiveDep,
+    k: Annotated[int, Query(ge=1, le=100)] = 5,
+) -> Response:
+    """The run's top k admitted agents as one tar.gz (code and metadata.json each)."""
+    queries.get_run(session, run_id=run_id)
+    ids = queries.top_agents(session, run_id=run_id, k=k)
+    data = export_top(session, archive.git, agent_ids=ids)
+    return Response(
+        data,
+        media_type="application/gzip",
+        headers={"Content-Disposition": f'attachment; filename="run-{run_id[:12]}-top{k}.tar.gz"'},
+    )

@@ -1,0 +1,47 @@
+"""Worker endpoints: what a stateless worker fetches and hands back. Worker token required."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from service import queries
+from service.api.deps import ArchiveDep, SessionDep, WorkerOnly
+from service.api.schemas import AgentPublic, ChildSubmission, EvaluationPublic, StepFailure
+from service.records import EvaluationSubmission
+from service.results import record_evaluation, reject_step
+
+router = APIRouter(prefix="/api/worker", tags=["worker"], dependencies=[WorkerOnly])
+
+
+@router.get("/agents/{agent_id}/code", response_class=Response)
+def agent_code(agent_id: str, session: SessionDep, archive: ArchiveDep) -> Response:
+    """The agent's code as an uncompressed tar (the worker unpacks it into a sandbox mount)."""
+    queries.get_agent(session, agent_id=agent_id)
+    return Response(archive.git.archive(agent_id), media_type="application/x-tar")
+
+
+@router.post("/steps/{step_id}/child")
+def submit_child(step_id: str, body: ChildSubmission, archive: ArchiveDep) -> AgentPublic:
+    """Create the step's child from a unified diff against its parent; idempotent by step id."""
+    agent = archive.create_child(
+        step_id=step_id, patch=body.patch, diagnosis=body.diagnosis, usage=body.usage
+    )
+    return AgentPublic.model_validate(agent, from_attributes=True)
+
+
+@router.post("/steps/{step_id}/reject")
+def submit_step_rejection(step_id: str, body: StepFailure, session: SessionDep) -> dict[str, str]:
+    step = reject_step(
+        session, step_id=step_id, reason=body.reason, diagnosis=body.diagnosis, usage=body.usage
+    )
+    session.commit()
+    return {"step_id": step.id, "status": step.status}
+
+
+@router.post("/evaluations/{evaluation_id}/result")
+def submit_result(
+    evaluation_id: str, body: EvaluationSubmission, session: SessionDep
+) -> EvaluationPublic:
+    evaluation = record_evaluation(session, evaluation_id=evaluation_id, submission=body)
+    session.commit()
+    return EvaluationPublic.model_validate(evaluation, from_attributes=True)

@@ -1,0 +1,147 @@
+"""Public shapes of the API: what clients send and what they get back."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, Field
+
+from service.records import EvaluationResult, UsageRecord
+
+T = TypeVar("T")
+
+
+class Page(BaseModel, Generic[T]):
+    items: list[T]
+    total: int
+    limit: int
+    offset: int
+
+
+class Budget(BaseModel):
+    max_children: int
+    max_usd: float | None
+    max_tokens: int | None
+    max_wall_time_s: float | None
+
+
+class Progress(BaseModel):
+    children: int
+    usd: float
+    tokens: int
+    elapsed_s: float
+    steps_in_flight: int
+    best_score: float | None
+    best_agent_id: str | None
+
+
+class RunPublic(BaseModel):
+    id: str
+    name: str
+    status: str
+    stop_reason: str | None
+    seed_agent_id: str
+    created_at: datetime
+    finished_at: datetime | None
+    budget: Budget
+    progress: Progress
+
+
+class RunDetail(RunPublic):
+    config: dict[str, Any]
+
+
+class AgentPublic(BaseModel):
+    id: str
+    parent_id: str | None
+    kind: str
+    name: str | None
+    created_at: datetime
+    manifest: dict[str, Any]
+
+
+class RunAgentPublic(BaseModel):
+    """An agent as it stands in one run's archive."""
+
+    id: str
+    parent_id: str | None
+    status: str
+    reason: str | None
+    score: float | None
+    stage_reached: int
+    children: int
+    step: int | None
+    created_at: datetime
+
+
+class Lineage(BaseModel):
+    run_id: str
+    nodes: list[RunAgentPublic]
+
+
+class StageScorePublic(BaseModel):
+    stage: int
+    resolved: int
+    total: int
+    threshold: float
+    passed: bool
+
+
+class EvaluationPublic(BaseModel):
+    id: str
+    task_id: str
+    stage: int
+    status: str
+    resolved: bool | None
+    cost_usd: float
+    prompt_tokens: int
+    completion_tokens: int
+    finished_at: datetime | None
+
+
+class EvaluationDetail(EvaluationPublic):
+    result: EvaluationResult | None
+
+
+class AgentInRun(BaseModel):
+    run_id: str
+    status: str
+    reason: str | None
+    score: float | None
+    stages: list[StageScorePublic]
+    diagnosis: str | None
+    evaluations: list[EvaluationPublic]
+    usd: float
+    tokens: int
+
+
+class AgentDetail(AgentPublic):
+    lineage: list[str]
+    children: list[str]
+    runs: list[AgentInRun]
+
+
+class StateChange(BaseModel):
+    action: str = Field(pattern="^(pause|resume|cancel)$")
+
+
+class ChildSubmission(BaseModel):
+    """A step's outcome: the child's patch, with the step's own LLM usage (diagnosis, improver)."""
+
+    patch: str
+    diagnosis: str | None = None
+    usage: list[UsageRecord] = Field(default_factory=list)
+
+
+class StepFailure(BaseModel):
+    reason: str = Field(min_length=1, max_length=20_000)
+    diagnosis: str | None = None
+    usage: list[UsageRecord] = Field(default_factory=list)
+
+
+class ConsistencyPublic(BaseModel):
+    agents_checked: int
+    refs_restored: list[str]
+    refs_removed: list[str]
+    missing_commits: list[str]

@@ -1,0 +1,155 @@
+"""Writes to the archive, keeping git and the database in agreement.
+
+Order of every write: git objects first, then the database rows in one
+transaction, then the agent's ref. A crash before the transaction commits
+leaves only unreachable git objects (no agent); a crash after it leaves a row
+whose ref `consistency.check` recreates at the next start.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.archive.errors import ConflictError, InvalidAgentError, NotFoundError, PatchError
+from service.archive.git_store import GitStore
+from service.archive.manifest import MANIFEST_FILE, parse_manifest
+from service.archive.tarballs import extract_tar
+from service.db.models import Agent, Event, RunAgent, Step
+from service.records import UsageRecord
+from service.results import record_usage
+
+
+class PatchTooLargeError(PatchError):
+    pass
+
+
+class Archive:
+    def __init__(
+        self, *, git: GitStore, sessions: sessionmaker[Session], max_patch_bytes: int
+    ) -> None:
+        self.git = git
+        self.sessions = sessions
+        self.max_patch_bytes = max_patch_bytes
+
+    # -- seeds -------------------------------------------------------------------
+
+    def import_seed_folder(self, folder: Path, *, name: str | None = None) -> Agent:
+        """Import a folder as a seed (a root commit). Importing the same code again returns it."""
+        manifest_path = folder / MANIFEST_FILE
+        manifest = parse_manifest(manifest_path.read_bytes() if manifest_path.is_file() else None)
+        label = name or manifest.name or folder.name
+        sha = self.git.commit_folder(folder, f"seed: {label}")
+        with self.sessions.begin() as session:
+            agent = session.get(Agent, sha)
+            if agent is None:
+                agent = Agent(
+                    id=sha,
+                    parent_id=None,
+                    kind="seed",
+                    name=label,
+                    tree_id=self.git.tree_of(sha),
+                    manifest=manifest.model_dump(),
+                )
+                session.add(agent)
+                session.add(Event(kind="seed_imported", payload={"agent_id": sha, "name": label}))
+        self.git.set_agent_ref(sha)
+        return agent
+
+    def import_seed_tar(self, data: bytes, *, name: str | None = None) -> Agent:
+        with tempfile.TemporaryDirectory(prefix="clade-seed-") as tmp:
+            root = Path(tmp)
+            extract_tar(data, root)
+            return self.import_seed_folder(root, name=name)
+
+    # -- children ----------------------------------------------------------------
+
+    def create_child(
+        self,
+        *,
+        step_id: str,
+        patch: str,
+        diagnosis: str | None = None,
+        usage: list[UsageRecord] | None = None,
+    ) -> Agent:
+        """The child of a step: idempotent by step id, refused whole if the patch is bad."""
+        size = len(patch.encode())
+        if size > self.max_patch_bytes:
+            raise PatchTooLargeError(f"patch is {size} bytes; the limit is {self.max_patch_bytes}")
+        with self.sessions() as session:
+            step = _get_step(session, step_id)
+            if step.child_id is not None:
+                return _get_agent(session, step.child_id)
+            if step.status not in ("improving", "pending"):
+                raise ConflictError(f"step {step_id} is {step.status}; it takes no child")
+            parent_id, run_id, number = step.parent_id, step.run_id, step.number
+        message = (
+            f"child of {parent_id[:12]}\n\nClade-Run: {run_id}\nClade-Step: {step_id} (#{number})\n"
+        )
+        sha = self.git.commit_patch(parent_id, patch, message)
+        manifest = self._manifest_of(sha)
+        with self.sessions.begin() as session:
+            step = _get_step(session, step_id, lock=True)
+            if step.child_id is not None:  # a concurrent delivery of the same step won
+                return _get_agent(session, step.child_id)
+            agent = session.get(Agent, sha) or Agent(
+                id=sha,
+                parent_id=parent_id,
+                kind="child",
+                tree_id=self.git.tree_of(sha),
+                run_id=run_id,
+                step_id=step_id,
+                manifest=manifest,
+            )
+            session.add(agent)
+            step.child_id = sha
+            step.status = "evaluating"
+            if diagnosis is not None:
+                step.diagnosis = diagnosis
+            record_usage(
+                session, usage=usage or [], run_id=run_id, step_id=step_id, agent_id=parent_id
+            )
+            session.add(
+                RunAgent(
+                    run_id=run_id,
+                    agent_id=sha,
+                    parent_id=parent_id,
+                    status="evaluating",
+                    step_number=number,
+                )
+            )
+            parent = session.get(RunAgent, (run_id, parent_id))
+            if parent is not None:
+                parent.children += 1
+            session.add(
+                Event(
+                    run_id=run_id,
+                    kind="child_created",
+                    payload={"agent_id": sha, "parent_id": parent_id, "step": number},
+                )
+            )
+        self.git.set_agent_ref(sha)
+        return agent
+
+    def _manifest_of(self, sha: str) -> dict[str, object]:
+        # A child with a broken manifest is still archived; admission rejects it with this reason.
+        try:
+            return parse_manifest(self.git.read_file(sha, MANIFEST_FILE)).model_dump()
+        except InvalidAgentError as exc:
+            return {"error": str(exc)}
+
+
+def _get_step(session: Session, step_id: str, lock: bool = False) -> Step:
+    step = session.get(Step, step_id, with_for_update=lock)
+    if step is None:
+        raise NotFoundError(f"step {step_id} not found")
+    return step
+
+
+def _get_agent(session: Session, agent_id: str) -> Agent:
+    agent = session.get(Agent, agent_id)
+    if agent is None:
+        raise NotFoundError(f"agent {agent_id} not found")
+    return agent

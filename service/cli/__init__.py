@@ -1,0 +1,1 @@
+"""The `clade` command line: talks to the service's REST API."""

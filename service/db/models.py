@@ -1,0 +1,174 @@
+"""SQLAlchemy 2 models: runs, agents, run membership, steps, evaluations, LLM usage, events.
+
+Git holds the agents' code; these tables hold everything else. An agent row is
+written only after its git objects exist (see `service.archive.store`).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+SHA = String(40)
+ID = String(32)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, datetime: DateTime(timezone=True)}
+
+
+class Run(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    config: Mapped[dict[str, Any]]
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    stop_reason: Mapped[str | None] = mapped_column(Text)
+    seed_agent_id: Mapped[str] = mapped_column(SHA, ForeignKey("agents.id"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+    # Wall time only counts while the run is running, so pauses do not spend the budget.
+    active_seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    resumed_at: Mapped[datetime | None]
+
+
+class Agent(Base):
+    """One commit of the archive. Seeds have no parent and no run."""
+
+    __tablename__ = "agents"
+
+    id: Mapped[str] = mapped_column(SHA, primary_key=True)
+    parent_id: Mapped[str | None] = mapped_column(SHA, ForeignKey("agents.id"), index=True)
+    kind: Mapped[str] = mapped_column(String(8))  # "seed" | "child"
+    name: Mapped[str | None] = mapped_column(String(200))
+    tree_id: Mapped[str] = mapped_column(SHA, index=True)
+    # No foreign key: runs reference their seed agent, and the cycle would break table creation.
+    run_id: Mapped[str | None] = mapped_column(ID, index=True)
+    step_id: Mapped[str | None] = mapped_column(ID)
+    manifest: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class RunAgent(Base):
+    """An agent's place in one run's archive: its status, score and child count there."""
+
+    __tablename__ = "run_agents"
+
+    run_id: Mapped[str] = mapped_column(ID, ForeignKey("runs.id"), primary_key=True)
+    agent_id: Mapped[str] = mapped_column(SHA, ForeignKey("agents.id"), primary_key=True)
+    parent_id: Mapped[str | None] = mapped_column(SHA)
+    status: Mapped[str] = mapped_column(String(16))  # evaluating | admitted | rejected
+    reason: Mapped[str | None] = mapped_column(Text)
+    score: Mapped[float | None] = mapped_column(Float)
+    stage_reached: Mapped[int] = mapped_column(Integer, default=0)
+    children: Mapped[int] = mapped_column(Integer, default=0)
+    step_number: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    __table_args__ = (Index("ix_run_agents_run_status", "run_id", "status"),)
+
+
+class StageScore(Base):
+    __tablename__ = "stage_scores"
+
+    run_id: Mapped[str] = mapped_column(ID, ForeignKey("runs.id"), primary_key=True)
+    agent_id: Mapped[str] = mapped_column(SHA, ForeignKey("agents.id"), primary_key=True)
+    stage: Mapped[int] = mapped_column(Integer, primary_key=True)
+    resolved: Mapped[int] = mapped_column(Integer)
+    total: Mapped[int] = mapped_column(Integer)
+    threshold: Mapped[float] = mapped_column(Float)
+    passed: Mapped[bool] = mapped_column(Boolean)
+
+
+class Step(Base):
+    """One attempt at a child, recorded whether it succeeds or not."""
+
+    __tablename__ = "steps"
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    run_id: Mapped[str] = mapped_column(ID, ForeignKey("runs.id"), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    parent_id: Mapped[str] = mapped_column(SHA, ForeignKey("agents.id"))
+    child_id: Mapped[str | None] = mapped_column(SHA, ForeignKey("agents.id"))
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    reason: Mapped[str | None] = mapped_column(Text)
+    diagnosis: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+    finished_at: Mapped[datetime | None]
+
+    __table_args__ = (UniqueConstraint("run_id", "number", name="uq_steps_run_number"),)
+
+
+class Evaluation(Base):
+    """One (agent, task) pair within a run."""
+
+    __tablename__ = "evaluations"
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    run_id: Mapped[str] = mapped_column(ID, ForeignKey("runs.id"))
+    agent_id: Mapped[str] = mapped_column(SHA, ForeignKey("agents.id"))
+    task_id: Mapped[str] = mapped_column(String(200))
+    stage: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), index=True)  # pending|running|done|error
+    resolved: Mapped[bool | None] = mapped_column(Boolean)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None]
+
+    __table_args__ = (
+        UniqueConstraint("run_id", "agent_id", "task_id", name="uq_evaluations_run_agent_task"),
+        Index("ix_evaluations_run_agent", "run_id", "agent_id"),
+    )
+
+
+class LLMUsage(Base):
+    __tablename__ = "llm_usage"
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    run_id: Mapped[str | None] = mapped_column(ID, ForeignKey("runs.id"), index=True)
+    step_id: Mapped[str | None] = mapped_column(ID)
+    evaluation_id: Mapped[str | None] = mapped_column(ID)
+    agent_id: Mapped[str | None] = mapped_column(SHA)
+    purpose: Mapped[str] = mapped_column(String(32))
+    model: Mapped[str] = mapped_column(String(200))
+    prompt_tokens: Mapped[int] = mapped_column(Integer)
+    completion_tokens: Mapped[int] = mapped_column(Integer)
+    cost_usd: Mapped[float] = mapped_column(Float)
+    record: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Event(Base):
+    """An append-only feed for `clade run watch` and the live dashboard."""
+
+    __tablename__ = "events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str | None] = mapped_column(ID, ForeignKey("runs.id"), index=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

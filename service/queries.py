@@ -1,0 +1,254 @@
+"""Read-side data access: keyword-only functions from a session to public shapes."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from service.api.schemas import (
+    AgentDetail,
+    AgentInRun,
+    Budget,
+    EvaluationPublic,
+    Lineage,
+    Progress,
+    RunAgentPublic,
+    RunDetail,
+    RunPublic,
+    StageScorePublic,
+)
+from service.archive.errors import NotFoundError
+from service.db.models import Agent, Evaluation, LLMUsage, Run, RunAgent, StageScore, Step
+from service.runs import elapsed_seconds
+
+IN_FLIGHT = ("pending", "improving", "evaluating")
+
+
+def get_run(session: Session, *, run_id: str) -> Run:
+    run = session.get(Run, run_id)
+    if run is None:
+        raise NotFoundError(f"run {run_id} not found")
+    return run
+
+
+def get_agent(session: Session, *, agent_id: str) -> Agent:
+    agent = session.get(Agent, agent_id)
+    if agent is None:
+        raise NotFoundError(f"agent {agent_id} not found")
+    return agent
+
+
+def list_runs(session: Session, *, limit: int, offset: int) -> tuple[list[RunPublic], int]:
+    total = session.scalar(select(func.count()).select_from(Run)) or 0
+    runs = session.scalars(
+        select(Run).order_by(Run.created_at.desc(), Run.id).limit(limit).offset(offset)
+    ).all()
+    return [run_public(session, run=run) for run in runs], total
+
+
+def run_public(session: Session, *, run: Run) -> RunPublic:
+    return RunPublic(**_run_fields(session, run))
+
+
+def run_detail(session: Session, *, run: Run) -> RunDetail:
+    return RunDetail(**_run_fields(session, run), config=run.config)
+
+
+def _run_fields(session: Session, run: Run) -> dict[str, object]:
+    budget = run.config.get("budget", {})
+    usd, tokens = session.execute(
+        select(
+            func.coalesce(func.sum(LLMUsage.cost_usd), 0.0),
+            func.coalesce(func.sum(LLMUsage.prompt_tokens + LLMUsage.completion_tokens), 0),
+        ).where(LLMUsage.run_id == run.id)
+    ).one()
+    children = session.scalar(
+        select(func.count())
+        .select_from(Step)
+        .where(Step.run_id == run.id, Step.child_id.is_not(None))
+    )
+    in_flight = session.scalar(
+        select(func.count())
+        .select_from(Step)
+        .where(Step.run_id == run.id, Step.status.in_(IN_FLIGHT))
+    )
+    best = session.execute(
+        select(RunAgent.agent_id, RunAgent.score)
+        .where(
+            RunAgent.run_id == run.id, RunAgent.status == "admitted", RunAgent.score.is_not(None)
+        )
+        .order_by(RunAgent.score.desc(), RunAgent.created_at)
+        .limit(1)
+    ).first()
+    return {
+        "id": run.id,
+        "name": run.name,
+        "status": run.status,
+        "stop_reason": run.stop_reason,
+        "seed_agent_id": run.seed_agent_id,
+        "created_at": run.created_at,
+        "finished_at": run.finished_at,
+        "budget": Budget(
+            max_children=budget.get("max_children", 0),
+            max_usd=budget.get("max_usd"),
+            max_tokens=budget.get("max_tokens"),
+            max_wall_time_s=budget.get("max_wall_time_s"),
+        ),
+        "progress": Progress(
+            children=children or 0,
+            usd=float(usd),
+            tokens=int(tokens),
+            elapsed_s=elapsed_seconds(run),
+            steps_in_flight=in_flight or 0,
+            best_score=best.score if best else None,
+            best_agent_id=best.agent_id if best else None,
+        ),
+    }
+
+
+def lineage(session: Session, *, run_id: str) -> Lineage:
+    """Every agent of a run in one query: the tree the dashboard and CLI draw."""
+    get_run(session, run_id=run_id)
+    rows = session.execute(
+        select(
+            RunAgent.agent_id,
+            RunAgent.parent_id,
+            RunAgent.status,
+            RunAgent.reason,
+            RunAgent.score,
+            RunAgent.stage_reached,
+            RunAgent.children,
+            RunAgent.step_number,
+            RunAgent.created_at,
+        )
+        .where(RunAgent.run_id == run_id)
+        .order_by(RunAgent.created_at, RunAgent.agent_id)
+    ).all()
+    return Lineage(
+        run_id=run_id,
+        nodes=[
+            RunAgentPublic(
+                id=row.agent_id,
+                parent_id=row.parent_id,
+                status=row.status,
+                reason=row.reason,
+                score=row.score,
+                stage_reached=row.stage_reached,
+                children=row.children,
+                step=row.step_number,
+                created_at=row.created_at,
+            )
+            for row in rows
+        ],
+    )
+
+
+def run_agents(
+    session: Session, *, run_id: str, limit: int, offset: int, status: str | None = None
+) -> tuple[list[RunAgentPublic], int]:
+    get_run(session, run_id=run_id)
+    where = [RunAgent.run_id == run_id] + ([RunAgent.status == status] if status else [])
+    total = session.scalar(select(func.count()).select_from(RunAgent).where(*where)) or 0
+    rows = session.scalars(
+        select(RunAgent)
+        .where(*where)
+        .order_by(RunAgent.score.desc().nulls_last(), RunAgent.created_at)
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    return [_run_agent_public(row) for row in rows], total
+
+
+def top_agents(session: Session, *, run_id: str, k: int) -> list[str]:
+    rows = session.scalars(
+        select(RunAgent.agent_id)
+        .where(
+            RunAgent.run_id == run_id, RunAgent.status == "admitted", RunAgent.score.is_not(None)
+        )
+        .order_by(RunAgent.score.desc(), RunAgent.created_at)
+        .limit(k)
+    ).all()
+    return list(rows)
+
+
+def _run_agent_public(row: RunAgent) -> RunAgentPublic:
+    return RunAgentPublic(
+        id=row.agent_id,
+        parent_id=row.parent_id,
+        status=row.status,
+        reason=row.reason,
+        score=row.score,
+        stage_reached=row.stage_reached,
+        children=row.children,
+        step=row.step_number,
+        created_at=row.created_at,
+    )
+
+
+def lineage_ids(session: Session, *, agent_id: str) -> list[str]:
+    """Seed first, this agent last."""
+    chain: list[str] = []
+    current: str | None = agent_id
+    while current is not None:
+        chain.append(current)
+        current = session.scalar(select(Agent.parent_id).where(Agent.id == current))
+    return list(reversed(chain))
+
+
+def agent_detail(session: Session, *, agent_id: str) -> AgentDetail:
+    agent = get_agent(session, agent_id=agent_id)
+    children = session.scalars(select(Agent.id).where(Agent.parent_id == agent_id)).all()
+    memberships = session.scalars(select(RunAgent).where(RunAgent.agent_id == agent_id)).all()
+    return AgentDetail(
+        id=agent.id,
+        parent_id=agent.parent_id,
+        kind=agent.kind,
+        name=agent.name,
+        created_at=agent.created_at,
+        manifest=agent.manifest,
+        lineage=lineage_ids(session, agent_id=agent_id),
+        children=list(children),
+        runs=[_agent_in_run(session, member) for member in memberships],
+    )
+
+
+def _agent_in_run(session: Session, member: RunAgent) -> AgentInRun:
+    stages = session.scalars(
+        select(StageScore)
+        .where(StageScore.run_id == member.run_id, StageScore.agent_id == member.agent_id)
+        .order_by(StageScore.stage)
+    ).all()
+    evaluations = session.scalars(
+        select(Evaluation)
+        .where(Evaluation.run_id == member.run_id, Evaluation.agent_id == member.agent_id)
+        .order_by(Evaluation.stage, Evaluation.task_id)
+    ).all()
+    diagnosis = session.scalar(
+        select(Step.diagnosis).where(Step.run_id == member.run_id, Step.child_id == member.agent_id)
+    )
+    usd, tokens = session.execute(
+        select(
+            func.coalesce(func.sum(LLMUsage.cost_usd), 0.0),
+            func.coalesce(func.sum(LLMUsage.prompt_tokens + LLMUsage.completion_tokens), 0),
+        ).where(LLMUsage.run_id == member.run_id, LLMUsage.agent_id == member.agent_id)
+    ).one()
+    return AgentInRun(
+        run_id=member.run_id,
+        status=member.status,
+        reason=member.reason,
+        score=member.score,
+        stages=[StageScorePublic.model_validate(s, from_attributes=True) for s in stages],
+        diagnosis=diagnosis,
+        evaluations=[EvaluationPublic.model_validate(e, from_attributes=True) for e in evaluations],
+        usd=float(usd),
+        tokens=int(tokens),
+    )
+
+
+def stage_scores_by_agent(session: Session, *, run_id: str) -> dict[str, list[StageScore]]:
+    grouped: dict[str, list[StageScore]] = defaultdict(list)
+    for score in session.scalars(select(StageScore).where(StageScore.run_id == run_id)):
+        grouped[score.agent_id].append(score)
+    return grouped

@@ -1,0 +1,113 @@
+"""Recording what workers hand back: evaluation results, usage, and steps that produced no child."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from sqlalchemy.orm import Session
+
+from service.archive.errors import ConflictError, NotFoundError
+from service.db.models import Evaluation, Event, LLMUsage, Step
+from service.records import EvaluationSubmission, UsageRecord
+
+TERMINAL_STEP = ("admitted", "rejected", "failed", "cancelled")
+
+
+def record_evaluation(
+    session: Session, *, evaluation_id: str, submission: EvaluationSubmission
+) -> Evaluation:
+    """Store one evaluation's result and usage; a repeated delivery changes nothing."""
+    evaluation = session.get(Evaluation, evaluation_id, with_for_update=True)
+    if evaluation is None:
+        raise NotFoundError(f"evaluation {evaluation_id} not found")
+    if evaluation.status == "done":
+        return evaluation
+    result = submission.result
+    evaluation.status = "done"
+    evaluation.resolved = result.resolved
+    evaluation.result = result.model_dump(mode="json")
+    evaluation.prompt_tokens = sum(u.prompt_tokens for u in submission.usage)
+    evaluation.completion_tokens = sum(u.completion_tokens for u in submission.usage)
+    evaluation.cost_usd = sum(u.cost_usd for u in submission.usage)
+    evaluation.finished_at = datetime.now(UTC)
+    record_usage(
+        session,
+        usage=submission.usage,
+        run_id=evaluation.run_id,
+        agent_id=evaluation.agent_id,
+        evaluation_id=evaluation.id,
+    )
+    session.add(
+        Event(
+            run_id=evaluation.run_id,
+            kind="evaluation_done",
+            payload={
+                "evaluation_id": evaluation.id,
+                "agent_id": evaluation.agent_id,
+                "task_id": evaluation.task_id,
+                "resolved": result.resolved,
+            },
+        )
+    )
+    return evaluation
+
+
+def record_usage(
+    session: Session,
+    *,
+    usage: list[UsageRecord],
+    run_id: str | None,
+    agent_id: str | None = None,
+    evaluation_id: str | None = None,
+    step_id: str | None = None,
+) -> None:
+    for call in usage:
+        session.add(
+            LLMUsage(
+                id=uuid.uuid4().hex,
+                run_id=run_id,
+                step_id=step_id,
+                evaluation_id=evaluation_id,
+                agent_id=agent_id,
+                purpose=call.purpose,
+                model=call.model,
+                prompt_tokens=call.prompt_tokens,
+                completion_tokens=call.completion_tokens,
+                cost_usd=call.cost_usd,
+                record=call.detail,
+            )
+        )
+
+
+def reject_step(
+    session: Session,
+    *,
+    step_id: str,
+    reason: str,
+    diagnosis: str | None = None,
+    usage: list[UsageRecord] | None = None,
+) -> Step:
+    """A step that ended without a child (empty patch, improver crashed...). Caller commits."""
+    step = session.get(Step, step_id, with_for_update=True)
+    if step is None:
+        raise NotFoundError(f"step {step_id} not found")
+    if step.status in TERMINAL_STEP:
+        return step
+    if step.child_id is not None:
+        raise ConflictError(f"step {step_id} already has a child; reject the child instead")
+    step.status = "rejected"
+    step.reason = reason
+    step.diagnosis = diagnosis or step.diagnosis
+    record_usage(
+        session, usage=usage or [], run_id=step.run_id, step_id=step.id, agent_id=step.parent_id
+    )
+    step.finished_at = datetime.now(UTC)
+    session.add(
+        Event(
+            run_id=step.run_id,
+            kind="step_rejected",
+            payload={"step": step.number, "reason": reason},
+        )
+    )
+    return step

@@ -1,0 +1,98 @@
+"""Run lifecycle: creation from a validated configuration and the allowed state changes."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from sqlalchemy.orm import Session
+
+from service.archive.errors import ConflictError, NotFoundError
+from service.config import RunConfig
+from service.db.models import Agent, Event, Run, RunAgent
+
+ACTIVE = ("running", "paused")
+FINISHED = ("completed", "cancelled", "failed")
+
+# action -> (states it may start from, state it leads to)
+TRANSITIONS: dict[str, tuple[tuple[str, ...], str]] = {
+    "pause": (("running",), "paused"),
+    "resume": (("paused",), "running"),
+    "cancel": (("running", "paused"), "cancelled"),
+}
+
+
+class UnknownAgentError(NotFoundError):
+    """A configuration names an agent the archive does not hold; `field` is its path."""
+
+    def __init__(self, field: str, agent_id: str) -> None:
+        super().__init__(f"{field}: unknown agent {agent_id}")
+        self.field = field
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def create_run(session: Session, *, config: RunConfig) -> Run:
+    """A new running run whose archive holds its seed. The caller commits."""
+    if session.get(Agent, config.seed_agent) is None:
+        raise UnknownAgentError("seed_agent", config.seed_agent)
+    if config.improver.agent is not None and session.get(Agent, config.improver.agent) is None:
+        raise UnknownAgentError("improver.agent", config.improver.agent)
+    now = datetime.now(UTC)
+    run = Run(
+        id=new_id(),
+        name=config.name,
+        config=config.model_dump(mode="json"),
+        status="running",
+        seed_agent_id=config.seed_agent,
+        created_at=now,
+        started_at=now,
+        resumed_at=now,
+    )
+    session.add(run)
+    session.flush()
+    session.add(
+        RunAgent(run_id=run.id, agent_id=config.seed_agent, status="evaluating", step_number=0)
+    )
+    session.add(Event(run_id=run.id, kind="run_created", payload={"name": config.name}))
+    return run
+
+
+def change_state(session: Session, *, run_id: str, action: str) -> Run:
+    """Pause, resume or cancel; an impossible change is a ConflictError. The caller commits."""
+    run = session.get(Run, run_id, with_for_update=True)
+    if run is None:
+        raise NotFoundError(f"run {run_id} not found")
+    allowed_from, target = TRANSITIONS[action]
+    if run.status not in allowed_from:
+        raise ConflictError(f"cannot {action} run {run_id}: it is {run.status}")
+    now = datetime.now(UTC)
+    if run.status == "running":
+        bank_active_time(run, now)
+    if target == "running":
+        run.resumed_at = now
+    if target in FINISHED:
+        run.finished_at = now
+        run.stop_reason = f"{action} requested"
+    run.status = target
+    session.add(Event(run_id=run_id, kind=f"run_{target}", payload={"action": action}))
+    return run
+
+
+def bank_active_time(run: Run, now: datetime) -> None:
+    """Add the running time since the last resume to the run's active seconds."""
+    if run.resumed_at is not None:
+        resumed = run.resumed_at if run.resumed_at.tzinfo else run.resumed_at.replace(tzinfo=UTC)
+        run.active_seconds += max(0.0, (now - resumed).total_seconds())
+    run.resumed_at = None
+
+
+def elapsed_seconds(run: Run, now: datetime | None = None) -> float:
+    now = now or datetime.now(UTC)
+    total = run.active_seconds
+    if run.status == "running" and run.resumed_at is not None:
+        resumed = run.resumed_at if run.resumed_at.tzinfo else run.resumed_at.replace(tzinfo=UTC)
+        total += max(0.0, (now - resumed).total_seconds())
+    return total

@@ -1,0 +1,54 @@
+"""Huxley-Gödel Machine selection: Thompson sampling on each candidate's clade results.
+
+Each candidate's chance of producing good descendants is modelled as
+Beta(alpha + clade_resolved, beta + clade_attempted - clade_resolved), pooling
+the evaluations of the agent and all its descendants. One draw samples every
+candidate's Beta with the run's RNG and picks the largest sample.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import ClassVar
+
+from pydantic import Field
+
+from service.selection.base import Candidate, StrategyBase, check_k, checked
+from service.selection.thompson import beta_max_probabilities
+
+
+class Hgm(StrategyBase):
+    """Thompson sampling over clade results with a Beta(`alpha`, `beta`) prior (default 1, 1).
+
+    `probabilities` gives each candidate's probability that its sample is the
+    largest, which is exactly what one `select` draw picks from. It is computed
+    by deterministic quadrature (see `thompson`), not Monte Carlo, so it is
+    repeatable and costs no RNG state. Normalised Beta means are not used: they
+    understate how strongly Thompson sampling favours the leader (9/10 against
+    1/10 gives 0.83 by means, 0.9996 by sampling).
+    """
+
+    name: ClassVar[str] = "hgm"
+
+    alpha: float = Field(default=1.0, gt=0.0)
+    beta: float = Field(default=1.0, gt=0.0)
+
+    def _posterior(self, c: Candidate) -> tuple[float, float]:
+        return self.alpha + c.clade_resolved, self.beta + c.clade_attempted - c.clade_resolved
+
+    def probabilities(self, candidates: Sequence[Candidate]) -> dict[str, float]:
+        ordered = checked(candidates)
+        chances = beta_max_probabilities([self._posterior(c) for c in ordered])
+        return {c.agent_id: p for c, p in zip(ordered, chances, strict=True)}
+
+    def select(self, candidates: Sequence[Candidate], rng: random.Random, k: int = 1) -> list[str]:
+        check_k(k)
+        ordered = checked(candidates)
+        posteriors = [self._posterior(c) for c in ordered]
+        chosen: list[str] = []
+        for _ in range(k):
+            samples = [rng.betavariate(a, b) for a, b in posteriors]
+            winner = max(range(len(ordered)), key=samples.__getitem__)
+            chosen.append(ordered[winner].agent_id)
+        return chosen
