@@ -39,8 +39,7 @@ class Candidate(BaseModel):
     def _resolved_within_attempted(self) -> Self:
         if self.clade_resolved > self.clade_attempted:
             raise ValueError(
-                f"clade_resolved ({self.clade_resolved}) exceeds "
-                f"clade_attempted ({self.clade_attempted})"
+                f"clade_resolved ({self.clade_resolved}) exceeds clade_attempted ({self.clade_attempted})"
             )
         return self
 

@@ -26,7 +26,7 @@ class Hgm(StrategyBase):
     by deterministic quadrature (see `thompson`), not Monte Carlo, so it is
     repeatable and costs no RNG state. Normalised Beta means are not used: they
     understate how strongly Thompson sampling favours the leader (9/10 against
-    1/10 gives 0.83 by means, 0.9996 by sampling).
+    1/10 gives 0.83 by means, 0.9998 by sampling).
     """
 
     name: ClassVar[str] = "hgm"

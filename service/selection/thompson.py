@@ -7,7 +7,12 @@ largest upper bound], bounds being mean -/+ WINDOW_SDS standard deviations), so
 a posterior narrowed by thousands of evaluations is still resolved. A cell's
 mass is the pdf at its midpoint times its width, normalised per distribution;
 a CDF at a cell counts half of the cell's own mass. Identical distributions are
-computed once, so the cost is O(distinct distributions * GRID_CELLS).
+computed once, so the cost is O(distinct distributions * GRID_CELLS) (about 0.5 s
+for 500 distinct ones).
+
+Accuracy: within 1e-6 of closed forms on small integer-parameter cases; the
+absolute error is at most about 2e-4, reached when a posterior much narrower
+than a coarse cell (1/GRID_CELLS) competes with a wide one.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ def beta_max_probabilities(params: Sequence[tuple[float, float]]) -> list[float]
     start = max(lo for lo, _ in windows.values())
     end = max(hi for _, hi in windows.values())
     # A variable whose window ends below `start` loses to the one whose window starts
-    # there (but for a 1e-20 tail): it wins nothing and its CDF is 1 across the window.
+    # there, but for both being 10 sd out: it wins nothing and its CDF is 1 in the window.
     contenders = [p for p, (_, hi) in windows.items() if hi > start]
 
     edges = _edges(start, end)
@@ -95,8 +100,7 @@ def _masses(a: float, b: float, logs: _CellLogs) -> list[float]:
     """Beta(a, b)'s probability of each cell: pdf at the midpoint times width, normalised."""
     am1, bm1 = a - 1.0, b - 1.0
     log_mass = [
-        am1 * lx + bm1 * l1 + lw
-        for lx, l1, lw in zip(logs.x, logs.one_minus_x, logs.width, strict=True)
+        am1 * lx + bm1 * l1 + lw for lx, l1, lw in zip(logs.x, logs.one_minus_x, logs.width, strict=True)
     ]
     top = max(log_mass)
     weights = [math.exp(v - top) for v in log_mass]
