@@ -12,7 +12,6 @@ from service.api.schemas import (
     AgentInRun,
     Budget,
     EvaluationPublic,
-    Lineage,
     Progress,
     RunAgentPublic,
     RunDetail,
@@ -65,20 +64,14 @@ def _run_fields(session: Session, run: Run) -> dict[str, object]:
         ).where(LLMUsage.run_id == run.id)
     ).one()
     children = session.scalar(
-        select(func.count())
-        .select_from(Step)
-        .where(Step.run_id == run.id, Step.child_id.is_not(None))
+        select(func.count()).select_from(Step).where(Step.run_id == run.id, Step.child_id.is_not(None))
     )
     in_flight = session.scalar(
-        select(func.count())
-        .select_from(Step)
-        .where(Step.run_id == run.id, Step.status.in_(IN_FLIGHT))
+        select(func.count()).select_from(Step).where(Step.run_id == run.id, Step.status.in_(IN_FLIGHT))
     )
     best = session.execute(
         select(RunAgent.agent_id, RunAgent.score)
-        .where(
-            RunAgent.run_id == run.id, RunAgent.status == "admitted", RunAgent.score.is_not(None)
-        )
+        .where(RunAgent.run_id == run.id, RunAgent.status == "admitted", RunAgent.score.is_not(None))
         .order_by(RunAgent.score.desc(), RunAgent.created_at)
         .limit(1)
     ).first()
@@ -108,8 +101,12 @@ def _run_fields(session: Session, run: Run) -> dict[str, object]:
     }
 
 
-def lineage(session: Session, *, run_id: str) -> Lineage:
-    """Every agent of a run in one query: the tree the dashboard and CLI draw."""
+def lineage(session: Session, *, run_id: str) -> dict[str, object]:
+    """Every agent of a run in one query: the tree the dashboard and CLI draw.
+
+    Returns plain dicts in the `Lineage` shape: with 10,000 agents, building and
+    re-validating pydantic models would cost more than the query itself.
+    """
     get_run(session, run_id=run_id)
     rows = session.execute(
         select(
@@ -126,23 +123,21 @@ def lineage(session: Session, *, run_id: str) -> Lineage:
         .where(RunAgent.run_id == run_id)
         .order_by(RunAgent.created_at, RunAgent.agent_id)
     ).all()
-    return Lineage(
-        run_id=run_id,
-        nodes=[
-            RunAgentPublic(
-                id=row.agent_id,
-                parent_id=row.parent_id,
-                status=row.status,
-                reason=row.reason,
-                score=row.score,
-                stage_reached=row.stage_reached,
-                children=row.children,
-                step=row.step_number,
-                created_at=row.created_at,
-            )
-            for row in rows
-        ],
-    )
+    nodes = [
+        {
+            "id": agent_id,
+            "parent_id": parent_id,
+            "status": status,
+            "reason": reason,
+            "score": score,
+            "stage_reached": stage_reached,
+            "children": children,
+            "step": step,
+            "created_at": created_at.isoformat(),
+        }
+        for agent_id, parent_id, status, reason, score, stage_reached, children, step, created_at in rows
+    ]
+    return {"run_id": run_id, "nodes": nodes}
 
 
 def run_agents(
@@ -164,9 +159,7 @@ def run_agents(
 def top_agents(session: Session, *, run_id: str, k: int) -> list[str]:
     rows = session.scalars(
         select(RunAgent.agent_id)
-        .where(
-            RunAgent.run_id == run_id, RunAgent.status == "admitted", RunAgent.score.is_not(None)
-        )
+        .where(RunAgent.run_id == run_id, RunAgent.status == "admitted", RunAgent.score.is_not(None))
         .order_by(RunAgent.score.desc(), RunAgent.created_at)
         .limit(k)
     ).all()

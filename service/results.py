@@ -99,9 +99,7 @@ def reject_step(
     step.status = "rejected"
     step.reason = reason
     step.diagnosis = diagnosis or step.diagnosis
-    record_usage(
-        session, usage=usage or [], run_id=step.run_id, step_id=step.id, agent_id=step.parent_id
-    )
+    record_usage(session, usage=usage or [], run_id=step.run_id, step_id=step.id, agent_id=step.parent_id)
     step.finished_at = datetime.now(UTC)
     session.add(
         Event(

@@ -53,9 +53,7 @@ def create_run(session: Session, *, config: RunConfig) -> Run:
     )
     session.add(run)
     session.flush()
-    session.add(
-        RunAgent(run_id=run.id, agent_id=config.seed_agent, status="evaluating", step_number=0)
-    )
+    session.add(RunAgent(run_id=run.id, agent_id=config.seed_agent, status="evaluating", step_number=0))
     session.add(Event(run_id=run.id, kind="run_created", payload={"name": config.name}))
     return run
 

@@ -62,9 +62,7 @@ def create_app(settings: Settings) -> FastAPI:
     errors.install(app)
 
     @app.middleware("http")
-    async def limit_body(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
+    async def limit_body(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         # Refuse oversized bodies before reading them; routes check exact sizes themselves.
         length = request.headers.get("content-length")
         limit = settings.max_upload_bytes

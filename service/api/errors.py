@@ -21,9 +21,7 @@ async def _unknown_agent(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, UnknownAgentError)
     loc = ["body", *exc.field.split(".")]
     detail = [{"loc": loc, "msg": str(exc), "type": "unknown_agent"}]
-    return JSONResponse(
-        status_code=status.HTTP_422_UNPROCESSABLE_CONTENT, content={"detail": detail}
-    )
+    return JSONResponse(status_code=status.HTTP_422_UNPROCESSABLE_CONTENT, content={"detail": detail})
 
 
 def install(app: FastAPI) -> None:

@@ -21,9 +21,7 @@ class ConsistencyReport(BaseModel):
         return not self.missing_commits
 
 
-def check(
-    git: GitStore, sessions: sessionmaker[Session], *, repair: bool = True
-) -> ConsistencyReport:
+def check(git: GitStore, sessions: sessionmaker[Session], *, repair: bool = True) -> ConsistencyReport:
     """Compare agent rows with agent refs.
 
     - a row whose commit exists but whose ref is missing (crash after the

@@ -93,28 +93,32 @@ class GitStore:
         tree = self._text(["rev-parse", "FETCH_HEAD^{tree}"]).strip()
         return self._commit_tree(tree, [], message, date=SEED_DATE)
 
-    def commit_patch(self, parent: str, patch: str, message: str) -> str:
-        """A child commit of `parent` with `patch` applied; nothing is kept if it fails."""
-        self._require(parent)
+    def commit_patch(self, parent: str, patch: str, message: str) -> tuple[str, str]:
+        """A child commit of `parent` with `patch` applied: (commit, tree). Nothing kept on failure."""
         with self._index() as env, tempfile.NamedTemporaryFile("wb", suffix=".patch") as handle:
             handle.write(patch.encode())
             handle.flush()
+            # One call yields the parent's tree and fails for an unknown parent.
+            status, parent_tree, _ = self._exec(["rev-parse", "--verify", "--quiet", f"{parent}^{{tree}}"])
+            if status != 0:
+                raise NotFoundError(f"agent {parent} has no commit in the archive")
             self._text(["read-tree", parent], env=env)
-            status, _, err = self._exec(
-                ["apply", "--cached", "--whitespace=nowarn", handle.name], env=env
-            )
+            status, _, err = self._exec(["apply", "--cached", "--whitespace=nowarn", handle.name], env=env)
             if status != 0:
                 reason = str(err).strip() or "git apply failed"
                 raise PatchError(f"patch does not apply to {parent[:12]}: {reason}")
             tree = self._text(["write-tree"], env=env).strip()
-        if tree == self.tree_of(parent):
+        if tree == str(parent_tree).strip():
             raise PatchError("patch is empty: the child would be identical to its parent")
-        return self._commit_tree(tree, [parent], message)
+        return self._commit_tree(tree, [parent], message), tree
 
     # -- writing refs ------------------------------------------------------------
 
     def set_agent_ref(self, sha: str) -> None:
         self._text(["update-ref", AGENT_REF_PREFIX + sha, sha])
+
+    def point_head_at(self, sha: str) -> None:
+        """Give a fresh archive a HEAD (the first seed), so that `git clone` checks something out."""
         if self._status(["rev-parse", "--verify", "--quiet", "HEAD"]) != 0:
             self._text(["symbolic-ref", "HEAD", AGENT_REF_PREFIX + sha])
 
@@ -127,9 +131,7 @@ class GitStore:
         if not self.has_commit(sha):
             raise NotFoundError(f"agent {sha} has no commit in the archive")
 
-    def _commit_tree(
-        self, tree: str, parents: list[str], message: str, date: str | None = None
-    ) -> str:
+    def _commit_tree(self, tree: str, parents: list[str], message: str, date: str | None = None) -> str:
         env = dict(IDENTITY)
         if date is not None:
             env |= {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
@@ -165,9 +167,7 @@ class GitStore:
     def _status(self, args: list[str]) -> int:
         return self._exec(args)[0]
 
-    def _text(
-        self, args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
-    ) -> str:
+    def _text(self, args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
         status, out, err = self._exec(args, env=env, cwd=cwd)
         if status != 0:
             raise GitCommandError(f"git {args[0]} failed ({status}): {err.strip()}")

@@ -27,9 +27,7 @@ class PatchTooLargeError(PatchError):
 
 
 class Archive:
-    def __init__(
-        self, *, git: GitStore, sessions: sessionmaker[Session], max_patch_bytes: int
-    ) -> None:
+    def __init__(self, *, git: GitStore, sessions: sessionmaker[Session], max_patch_bytes: int) -> None:
         self.git = git
         self.sessions = sessions
         self.max_patch_bytes = max_patch_bytes
@@ -56,6 +54,7 @@ class Archive:
                 session.add(agent)
                 session.add(Event(kind="seed_imported", payload={"agent_id": sha, "name": label}))
         self.git.set_agent_ref(sha)
+        self.git.point_head_at(sha)
         return agent
 
     def import_seed_tar(self, data: bytes, *, name: str | None = None) -> Agent:
@@ -85,10 +84,8 @@ class Archive:
             if step.status not in ("improving", "pending"):
                 raise ConflictError(f"step {step_id} is {step.status}; it takes no child")
             parent_id, run_id, number = step.parent_id, step.run_id, step.number
-        message = (
-            f"child of {parent_id[:12]}\n\nClade-Run: {run_id}\nClade-Step: {step_id} (#{number})\n"
-        )
-        sha = self.git.commit_patch(parent_id, patch, message)
+        message = f"child of {parent_id[:12]}\n\nClade-Run: {run_id}\nClade-Step: {step_id} (#{number})\n"
+        sha, tree = self.git.commit_patch(parent_id, patch, message)
         manifest = self._manifest_of(sha)
         with self.sessions.begin() as session:
             step = _get_step(session, step_id, lock=True)
@@ -98,7 +95,7 @@ class Archive:
                 id=sha,
                 parent_id=parent_id,
                 kind="child",
-                tree_id=self.git.tree_of(sha),
+                tree_id=tree,
                 run_id=run_id,
                 step_id=step_id,
                 manifest=manifest,
@@ -108,9 +105,8 @@ class Archive:
             step.status = "evaluating"
             if diagnosis is not None:
                 step.diagnosis = diagnosis
-            record_usage(
-                session, usage=usage or [], run_id=run_id, step_id=step_id, agent_id=parent_id
-            )
+            # What it cost to make this child is shown on the child.
+            record_usage(session, usage=usage or [], run_id=run_id, step_id=step_id, agent_id=sha)
             session.add(
                 RunAgent(
                     run_id=run_id,

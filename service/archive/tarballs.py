@@ -19,9 +19,7 @@ def extract_tar(data: bytes, dest: Path) -> None:
         members = archive.getmembers()
         for member in members:
             if not (member.isfile() or member.isdir()):
-                raise InvalidAgentError(
-                    f"upload: {member.name}: only files and folders are allowed"
-                )
+                raise InvalidAgentError(f"upload: {member.name}: only files and folders are allowed")
         try:
             archive.extractall(dest, members=members, filter="data")
         except tarfile.FilterError as exc:

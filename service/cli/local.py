@@ -24,9 +24,7 @@ def db_upgrade() -> None:
 
 
 def serve(
-    host: Annotated[
-        str | None, typer.Option(help="Bind address [default: from CLADE_SERVICE_URL]")
-    ] = None,
+    host: Annotated[str | None, typer.Option(help="Bind address [default: from CLADE_SERVICE_URL]")] = None,
     port: Annotated[int | None, typer.Option(help="Port [default: from CLADE_SERVICE_URL]")] = None,
 ) -> None:
     """Run the service: REST API, archive and run driver."""

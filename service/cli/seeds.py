@@ -30,18 +30,14 @@ def pack_agent(path: Path) -> bytes:
         return result.stdout
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        tar.add(
-            path, arcname=".", filter=lambda info: None if "/.git" in f"/{info.name}/" else info
-        )
+        tar.add(path, arcname=".", filter=lambda info: None if "/.git" in f"/{info.name}/" else info)
     return buffer.getvalue()
 
 
 @app.command("import")
 def import_seed(
     ctx: typer.Context,
-    path: Annotated[
-        Path, typer.Argument(help="Agent folder or git repository (agent.toml at its root)")
-    ],
+    path: Annotated[Path, typer.Argument(help="Agent folder or git repository (agent.toml at its root)")],
     name: Annotated[str | None, typer.Option(help="Name shown for the seed")] = None,
 ) -> None:
     """Import a seed agent; prints its id (the commit sha)."""

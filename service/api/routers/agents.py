@@ -36,11 +36,7 @@ def list_agents(
     where = [Agent.kind == kind] if kind else []
     total = session.scalar(select(func.count()).select_from(Agent).where(*where)) or 0
     rows = session.scalars(
-        select(Agent)
-        .where(*where)
-        .order_by(Agent.created_at.desc(), Agent.id)
-        .limit(limit)
-        .offset(offset)
+        select(Agent).where(*where).order_by(Agent.created_at.desc(), Agent.id).limit(limit).offset(offset)
     ).all()
     return Page(
         items=[AgentPublic.model_validate(a, from_attributes=True) for a in rows],
@@ -87,9 +83,7 @@ def agent_bundle(agent_id: str, session: SessionDep, archive: ArchiveDep) -> Res
 @router.get("/{agent_id}/patches", response_class=PlainTextResponse)
 def agent_patches(agent_id: str, session: SessionDep, archive: ArchiveDep) -> str:
     """The patch series (git format-patch) from the agent's seed to the agent."""
-    lineage = queries.lineage_ids(
-        session, agent_id=queries.get_agent(session, agent_id=agent_id).id
-    )
+    lineage = queries.lineage_ids(session, agent_id=queries.get_agent(session, agent_id=agent_id).id)
     return archive.git.patch_series(lineage[0], agent_id)
 
 

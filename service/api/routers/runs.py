@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response, status
@@ -48,9 +49,9 @@ def _state_change(action: str):  # type: ignore[no-untyped-def]
 
 
 for _action in runs.TRANSITIONS:
-    router.post(
-        f"/{{run_id}}/{_action}", dependencies=[AdminOnly], summary=f"{_action.title()} a run"
-    )(_state_change(_action))
+    router.post(f"/{{run_id}}/{_action}", dependencies=[AdminOnly], summary=f"{_action.title()} a run")(
+        _state_change(_action)
+    )
 
 
 @router.get("/{run_id}/agents", dependencies=[Reader])
@@ -67,9 +68,13 @@ def run_agents(
     return Page(items=items, total=total, limit=limit, offset=offset)
 
 
-@router.get("/{run_id}/lineage", dependencies=[Reader])
-def run_lineage(run_id: str, session: SessionDep) -> Lineage:
-    return queries.lineage(session, run_id=run_id)
+@router.get(
+    "/{run_id}/lineage", dependencies=[Reader], response_model=None, responses={200: {"model": Lineage}}
+)
+def run_lineage(run_id: str, session: SessionDep) -> Response:
+    """The whole tree of a run (no pagination: a tree needs all its nodes)."""
+    body = json.dumps(queries.lineage(session, run_id=run_id), separators=(",", ":"))
+    return Response(body, media_type="application/json")
 
 
 @router.get("/{run_id}/events", dependencies=[Reader])
@@ -79,10 +84,7 @@ def run_events(
     """Events after the given id, oldest first: poll with the last id you saw."""
     queries.get_run(session, run_id=run_id)
     rows = session.scalars(
-        select(Event)
-        .where(Event.run_id == run_id, Event.id > after)
-        .order_by(Event.id)
-        .limit(limit)
+        select(Event).where(Event.run_id == run_id, Event.id > after).order_by(Event.id).limit(limit)
     )
     return [
         {"id": e.id, "kind": e.kind, "payload": e.payload, "created_at": e.created_at.isoformat()}

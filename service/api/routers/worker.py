@@ -39,9 +39,7 @@ def submit_step_rejection(step_id: str, body: StepFailure, session: SessionDep) 
 
 
 @router.post("/evaluations/{evaluation_id}/result")
-def submit_result(
-    evaluation_id: str, body: EvaluationSubmission, session: SessionDep
-) -> EvaluationPublic:
+def submit_result(evaluation_id: str, body: EvaluationSubmission, session: SessionDep) -> EvaluationPublic:
     evaluation = record_evaluation(session, evaluation_id=evaluation_id, submission=body)
     session.commit()
     return EvaluationPublic.model_validate(evaluation, from_attributes=True)

@@ -1,0 +1,183 @@
+"""Agents over HTTP: seed import, children through the worker endpoints, reads and exports."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import tarfile
+from pathlib import Path
+
+from tests.conftest import tar_names, tar_of, write_agent
+from tests.servers import ServiceProcess
+from tests.service.helpers import agent_ids, open_step_in, row_counts
+from tests.service.test_api_runs import config
+
+CORE = "".join(f"line {i}\n" for i in range(50))
+
+
+def core_patch(index: int, text: str) -> str:
+    """Replace line `index` of tiny/core.py (as the seed fixture writes it)."""
+    lines = CORE.splitlines(keepends=True)
+    start = max(0, index - 3)
+    context = lines[start : index + 4]
+    new = context.copy()
+    new[index - start] = text + "\n"
+    hunk = [f" {line}" if i != index - start else f"-{line}+{new[i]}" for i, line in enumerate(context)]
+    header = f"@@ -{start + 1},{len(context)} +{start + 1},{len(new)} @@\n"
+    return "--- a/tiny/core.py\n+++ b/tiny/core.py\n" + header + "".join(hunk)
+
+
+def start_run(service: ServiceProcess, seed_id: str) -> str:
+    with service.admin as client:
+        return str(client.post("/api/runs", json=config(seed_id)).json()["id"])
+
+
+def test_seed_import_and_reimport(service: ServiceProcess, seed_id: str, tmp_path: Path) -> None:
+    with service.anonymous as reader:
+        agent = reader.get(f"/api/agents/{seed_id}").json()
+    assert agent["kind"] == "seed" and agent["parent_id"] is None
+    assert agent["manifest"]["solve"] == "python -m tiny"
+    assert agent["lineage"] == [seed_id]
+    root = write_agent(tmp_path / "again", {"tiny/core.py": CORE})
+    with service.admin as client:
+        again = client.post("/api/seeds", files={"file": ("a.tgz", tar_of(root))})
+    assert again.status_code == 201 and again.json()["id"] == seed_id
+
+
+def test_invalid_seed_is_refused_and_writes_nothing(service: ServiceProcess, tmp_path: Path) -> None:
+    url = service.env["CLADE_DATABASE_URL"]
+    no_manifest = tmp_path / "bad"
+    (no_manifest / "src").mkdir(parents=True)
+    (no_manifest / "src" / "x.py").write_text("x = 1\n")
+    bad_manifest = write_agent(tmp_path / "bad2", {"agent.toml": 'name = "x"\n'})
+    before = row_counts(url)
+    with service.admin as client:
+        missing = client.post("/api/seeds", files={"file": ("a.tgz", tar_of(no_manifest))})
+        assert missing.status_code == 422 and "agent.toml is missing" in missing.json()["detail"]
+        field = client.post("/api/seeds", files={"file": ("a.tgz", tar_of(bad_manifest))})
+        assert field.status_code == 422 and "solve" in field.json()["detail"]
+        garbage = client.post("/api/seeds", files={"file": ("a.tgz", b"not a tar at all")})
+        assert garbage.status_code == 422 and "not a tar" in garbage.json()["detail"]
+    assert row_counts(url) == before
+
+
+def test_child_lifecycle_through_worker_endpoints(service: ServiceProcess, seed_id: str) -> None:
+    url = service.env["CLADE_DATABASE_URL"]
+    run_id = start_run(service, seed_id)
+    step_id = open_step_in(url, run_id=run_id, parent_id=seed_id)
+    patch = core_patch(10, "line ten, improved")
+    usage = [
+        {
+            "purpose": "improve",
+            "model": "scripted",
+            "prompt_tokens": 100,
+            "completion_tokens": 20,
+            "cost_usd": 0.01,
+        }
+    ]
+    with service.worker as worker:
+        code = worker.get(f"/api/worker/agents/{seed_id}/code")
+        assert code.status_code == 200
+        assert "tiny/core.py" in tar_names(code.content)
+        first = worker.post(f"/api/worker/steps/{step_id}/child", json={"patch": patch, "usage": usage})
+        assert first.status_code == 200, first.text
+        child = first.json()["id"]
+        # A second delivery of the same step yields the same child and records nothing more.
+        counts = row_counts(url)
+        second = worker.post(f"/api/worker/steps/{step_id}/child", json={"patch": patch, "usage": usage})
+        assert second.json()["id"] == child
+        assert row_counts(url) == counts
+    with service.anonymous as reader:
+        detail = reader.get(f"/api/agents/{child}").json()
+        assert detail["parent_id"] == seed_id and detail["lineage"] == [seed_id, child]
+        assert detail["runs"][0]["status"] == "evaluating" and detail["runs"][0]["usd"] == 0.01
+        diff = reader.get(f"/api/agents/{child}/diff").text
+        assert "-line 10\n+line ten, improved" in diff
+        lineage = reader.get(f"/api/runs/{run_id}/lineage").json()["nodes"]
+        assert {(n["id"], n["parent_id"]) for n in lineage} == {(seed_id, None), (child, seed_id)}
+        assert next(n for n in lineage if n["id"] == seed_id)["children"] == 1
+        run = reader.get(f"/api/runs/{run_id}").json()
+        assert run["progress"]["children"] == 1 and run["progress"]["tokens"] == 120
+        seeds = reader.get("/api/agents", params={"kind": "seed"}).json()
+        assert [a["id"] for a in seeds["items"]] == [seed_id]
+
+
+def test_refused_patches_write_nothing(service: ServiceProcess, seed_id: str) -> None:
+    url = service.env["CLADE_DATABASE_URL"]
+    run_id = start_run(service, seed_id)
+    step_id = open_step_in(url, run_id=run_id, parent_id=seed_id)
+    before, agents_before = row_counts(url), agent_ids(url)
+    with service.worker as worker:
+        stale = core_patch(10, "x").replace("-line 10", "-line 99")
+        refused = worker.post(f"/api/worker/steps/{step_id}/child", json={"patch": stale})
+        assert refused.status_code == 422 and "does not apply" in refused.json()["detail"]
+        huge = core_patch(10, "x" * (3 * 1024 * 1024))
+        too_big = worker.post(f"/api/worker/steps/{step_id}/child", json={"patch": huge})
+        assert too_big.status_code == 413
+        assert worker.post("/api/worker/steps/unknown/child", json={"patch": "x"}).status_code == 404
+    assert row_counts(url) == before and agent_ids(url) == agents_before
+    refs = subprocess.run(
+        ["git", "--git-dir", str(service.data_dir / "archive.git"), "for-each-ref", "--format=%(refname)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert refs == [f"refs/heads/agents/{seed_id}"]
+
+
+def test_step_rejection_is_recorded_with_reason(service: ServiceProcess, seed_id: str) -> None:
+    url = service.env["CLADE_DATABASE_URL"]
+    run_id = start_run(service, seed_id)
+    step_id = open_step_in(url, run_id=run_id, parent_id=seed_id)
+    with service.worker as worker:
+        response = worker.post(f"/api/worker/steps/{step_id}/reject", json={"reason": "empty patch"})
+        assert response.json() == {"step_id": step_id, "status": "rejected"}
+        late = worker.post(f"/api/worker/steps/{step_id}/child", json={"patch": core_patch(3, "x")})
+        assert late.status_code == 409
+
+
+def test_exports(service: ServiceProcess, seed_id: str, tmp_path: Path) -> None:
+    url = service.env["CLADE_DATABASE_URL"]
+    run_id = start_run(service, seed_id)
+    step_one = open_step_in(url, run_id=run_id, parent_id=seed_id)
+    with service.worker as worker:
+        one = worker.post(
+            f"/api/worker/steps/{step_one}/child", json={"patch": core_patch(5, "five")}
+        ).json()["id"]
+        step_two = open_step_in(url, run_id=run_id, parent_id=one)
+        two = worker.post(
+            f"/api/worker/steps/{step_two}/child", json={"patch": core_patch(20, "twenty")}
+        ).json()["id"]
+    with service.anonymous as reader:
+        exported = reader.get(f"/api/agents/{two}/export")
+        assert exported.headers["content-type"] == "application/gzip"
+        with tarfile.open(fileobj=io.BytesIO(exported.content)) as tar:
+            prefix = f"agent-{two[:12]}"
+            metadata = json.loads(tar.extractfile(f"{prefix}/metadata.json").read())  # type: ignore[union-attr]
+            core = tar.extractfile(f"{prefix}/code/tiny/core.py").read().decode()  # type: ignore[union-attr]
+        assert metadata["schema_version"] == 1 and metadata["lineage"] == [seed_id, one, two]
+        assert metadata["runs"][0]["run_id"] == run_id and metadata["runs"][0]["config"]["rng_seed"] == 7
+        assert "five\n" in core and "twenty\n" in core
+
+        patches = reader.get(f"/api/agents/{two}/patches").text
+        assert patches.count("Subject: [PATCH") == 2
+
+        bundle = tmp_path / "two.bundle"
+        bundle.write_bytes(reader.get(f"/api/agents/{two}/bundle").content)
+        clone = tmp_path / "clone"
+        subprocess.run(["git", "clone", "-q", str(bundle), str(clone)], check=True)
+        log = subprocess.run(
+            ["git", "-C", str(clone), "log", "--format=%H", two], capture_output=True, text=True, check=True
+        ).stdout.split()
+        assert log == [two, one, seed_id]
+
+        code = reader.get(f"/api/agents/{one}/code")
+        with tarfile.open(fileobj=io.BytesIO(code.content), mode="r:gz") as tar:
+            assert f"agent-{one[:12]}/agent.toml" in tar.getnames()
+        assert reader.get(f"/api/agents/{'f' * 40}").status_code == 404
+        assert reader.get(f"/api/agents/{'f' * 40}/diff").status_code == 404
+        top = reader.get(f"/api/runs/{run_id}/export", params={"k": 3})
+        assert top.status_code == 200  # nothing is admitted until the loop scores agents
+        with tarfile.open(fileobj=io.BytesIO(top.content), mode="r:gz") as tar:
+            assert tar.getnames() == []

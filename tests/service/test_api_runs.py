@@ -1,0 +1,104 @@
+"""Runs over HTTP against a live service, on SQLite and on Postgres."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.servers import ServiceProcess
+from tests.service.helpers import row_counts
+
+
+def config(seed_id: str, **overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "name": "demo",
+        "seed_agent": seed_id,
+        "stages": [{"tasks": ["t1", "t2"], "threshold": 0.5}, {"subset": "all"}],
+        "budget": {"max_children": 5, "max_usd": 1.5},
+        "parallelism": 2,
+        "rng_seed": 7,
+    }
+    return base | overrides
+
+
+def test_create_show_and_list_runs(service: ServiceProcess, seed_id: str) -> None:
+    with service.admin as client:
+        created = client.post("/api/runs", json=config(seed_id))
+        assert created.status_code == 201, created.text
+        run = created.json()
+        assert run["status"] == "running"
+        assert run["config"]["budget"]["max_usd"] == 1.5
+        assert run["budget"]["max_children"] == 5
+        assert run["progress"]["children"] == 0
+        for i in range(3):
+            client.post("/api/runs", json=config(seed_id, name=f"more-{i}")).raise_for_status()
+    with service.anonymous as reader:
+        shown = reader.get(f"/api/runs/{run['id']}").json()
+        assert shown["id"] == run["id"] and shown["seed_agent_id"] == seed_id
+        page = reader.get("/api/runs", params={"limit": 2, "offset": 1}).json()
+        assert page["total"] == 4 and page["limit"] == 2 and len(page["items"]) == 2
+        everything = reader.get("/api/runs", params={"limit": 10}).json()["items"]
+        assert {r["name"] for r in everything} == {"demo", "more-0", "more-1", "more-2"}
+        lineage = reader.get(f"/api/runs/{run['id']}/lineage").json()
+        assert [n["id"] for n in lineage["nodes"]] == [seed_id]
+
+
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        ({"budget": {"max_usd": -1}}, ["body", "budget", "max_usd"]),
+        ({"budget": {"max_chldren": 3}}, ["body", "budget", "max_chldren"]),
+        ({"stages": [{"tasks": ["a"], "threshold": 1.5}]}, ["body", "stages", 0, "threshold"]),
+        ({"parallelism": 0}, ["body", "parallelism"]),
+        ({"improver": {"mode": "fixed"}}, ["body", "improver"]),
+        (
+            {"selection": {"strategy": "best", "params": {"lambda": "high"}}},
+            ["body", "selection", "params", "lambda"],
+        ),
+        ({"surprise": True}, ["body", "surprise"]),
+    ],
+)
+def test_invalid_config_is_422_with_field_path_and_writes_nothing(
+    service: ServiceProcess, seed_id: str, change: dict[str, Any], path: list[Any]
+) -> None:
+    before = row_counts(service.env["CLADE_DATABASE_URL"])
+    with service.admin as client:
+        response = client.post("/api/runs", json=config(seed_id, **change))
+    assert response.status_code == 422, response.text
+    locations = [error["loc"] for error in response.json()["detail"]]
+    assert path in locations
+    assert row_counts(service.env["CLADE_DATABASE_URL"]) == before
+
+
+def test_unknown_seed_is_422_at_seed_agent(service: ServiceProcess, seed_id: str) -> None:
+    with service.admin as client:
+        response = client.post("/api/runs", json=config("0" * 40))
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"] == ["body", "seed_agent"]
+
+
+def test_state_changes_and_conflicts(service: ServiceProcess, seed_id: str) -> None:
+    with service.admin as client:
+        run_id = client.post("/api/runs", json=config(seed_id)).json()["id"]
+        assert client.post(f"/api/runs/{run_id}/resume").status_code == 409
+        assert client.post(f"/api/runs/{run_id}/pause").json()["status"] == "paused"
+        assert client.post(f"/api/runs/{run_id}/pause").status_code == 409
+        assert client.post(f"/api/runs/{run_id}/resume").json()["status"] == "running"
+        cancelled = client.post(f"/api/runs/{run_id}/cancel").json()
+        assert cancelled["status"] == "cancelled" and cancelled["finished_at"] is not None
+        conflict = client.post(f"/api/runs/{run_id}/resume")
+        assert conflict.status_code == 409
+        assert "cancelled" in conflict.json()["detail"]
+        assert client.post("/api/runs/nope/pause").status_code == 404
+        assert client.get("/api/runs/nope").status_code == 404
+
+
+def test_writes_need_the_admin_token(service: ServiceProcess, seed_id: str) -> None:
+    with service.anonymous as anonymous:
+        assert anonymous.post("/api/runs", json=config(seed_id)).status_code == 401
+        assert anonymous.get("/api/runs").status_code == 200
+    with service.worker as worker:
+        assert worker.post("/api/runs", json=config(seed_id)).status_code == 401
+    with service.anonymous as anonymous:
+        assert anonymous.get(f"/api/worker/agents/{seed_id}/code").status_code == 401

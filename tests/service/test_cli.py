@@ -1,0 +1,96 @@
+"""The `clade` command line, run as a real process against a live service."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write_agent
+from tests.servers import ServiceProcess, free_port
+
+
+def clade(service_url: str, data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLADE_")}
+    env |= {"CLADE_SERVICE_URL": service_url, "CLADE_DATA_DIR": str(data_dir), "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "service.cli.main", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture(params=["sqlite"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The CLI only speaks HTTP; one database is enough here."""
+    return f"sqlite:///{tmp_path / 'clade.db'}"
+
+
+def test_seed_run_and_agent_commands(service: ServiceProcess, tmp_path: Path) -> None:
+    data = service.data_dir
+    url = service.url
+    repo = write_agent(tmp_path / "agent-repo")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "uncommitted.txt").write_text("not part of the seed")
+    subprocess.run(["git", "-C", str(repo), "add", "agent.toml", "tiny"], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "seed"],
+        check=True,
+    )
+    imported = clade(url, data, "--json", "seed", "import", str(repo), "--name", "tiny")
+    assert imported.returncode == 0, imported.stderr
+    seed = json.loads(imported.stdout)["id"]
+
+    config = tmp_path / "run.yaml"
+    config.write_text(f"name: cli-run\nseed_agent: {seed}\nbudget:\n  max_children: 3\n")
+    started = clade(url, data, "run", "start", str(config))
+    assert started.returncode == 0, started.stderr
+    assert "started run" in started.stdout
+
+    listed = json.loads(clade(url, data, "--json", "run", "list").stdout)
+    assert listed["total"] == 1
+    run_id = listed["items"][0]["id"]
+    table = clade(url, data, "run", "list").stdout
+    assert "cli-run" in table and "0/3" in table
+
+    shown = clade(url, data, "run", "show", run_id)
+    assert shown.returncode == 0 and "running" in shown.stdout and seed[:12] in shown.stdout
+
+    assert "paused" in clade(url, data, "run", "pause", run_id).stdout
+    assert "running" in clade(url, data, "run", "resume", run_id).stdout
+    assert "cancelled" in clade(url, data, "run", "cancel", run_id).stdout
+    conflict = clade(url, data, "run", "resume", run_id)
+    assert conflict.returncode == 1 and "409" in conflict.stderr and "cancelled" in conflict.stderr
+
+    out = tmp_path / "seed.tar.gz"
+    exported = clade(url, data, "agent", "export", seed, "--out", str(out))
+    assert exported.returncode == 0, exported.stderr
+    with tarfile.open(out) as tar:
+        names = tar.getnames()
+    assert f"agent-{seed[:12]}/metadata.json" in names
+    assert f"agent-{seed[:12]}/code/uncommitted.txt" not in names
+
+
+def test_invalid_config_names_the_field(service: ServiceProcess, tmp_path: Path) -> None:
+    config = tmp_path / "bad.yaml"
+    config.write_text(f"seed_agent: {'a' * 40}\nbudget:\n  max_usd: -3\n")
+    result = clade(service.url, service.data_dir, "run", "start", str(config))
+    assert result.returncode == 1
+    assert "budget.max_usd" in result.stderr
+    missing = clade(service.url, service.data_dir, "run", "start", str(tmp_path / "nope.yaml"))
+    assert missing.returncode == 1 and "no such file" in missing.stderr
+
+
+def test_unreachable_service_is_a_clear_error(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    result = clade(url, tmp_path, "run", "list")
+    assert result.returncode == 1
+    assert "cannot reach the Clade service" in result.stderr and "clade serve" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,208 @@
+"""Metered chat completions: what the gateway does with one request, apart from HTTP.
+
+Forwards the request body (never the agent's headers) to the upstream, meters
+tokens and cost, records every call, refuses calls once a budget is spent, and
+keeps the real key out of anything sent back.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from worker.llm.budget import Budget, BudgetMeter
+from worker.llm.httpjson import openai_error
+from worker.llm.pricing import PriceTable
+from worker.llm.records import (
+    DEFAULT_RECORD_CHARS,
+    CallStatus,
+    LLMCall,
+    RecordedMessage,
+    UsageSummary,
+    clip_message,
+    record_messages,
+)
+from worker.llm.upstream import Upstream, UpstreamError
+
+
+@dataclass
+class Reply:
+    status: int
+    payload: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class MeteredChat:
+    """Thread-safe; one per sandbox. `secrets` are cut out of upstream error messages.
+
+    `pinned_model` replaces whatever model the agent asks for (the run chooses).
+    """
+
+    def __init__(
+        self,
+        upstream: Upstream,
+        prices: PriceTable,
+        *,
+        purpose: str,
+        budget: Budget,
+        pinned_model: str | None = None,
+        max_record_chars: int = DEFAULT_RECORD_CHARS,
+        secrets: Sequence[str] = (),
+    ) -> None:
+        self._upstream = upstream
+        self._prices = prices
+        self._purpose = purpose
+        self._pinned_model = pinned_model
+        self._max_record_chars = max_record_chars
+        self._secrets = [s for s in secrets if s]
+        self._meter = BudgetMeter(budget)
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._calls: list[LLMCall] = []
+        self._seq = itertools.count()
+        self._in_flight = 0
+
+    @property
+    def calls(self) -> list[LLMCall]:
+        with self._lock:
+            return list(self._calls)
+
+    @property
+    def usage(self) -> UsageSummary:
+        return UsageSummary.of(self.calls)
+
+    @property
+    def in_flight(self) -> int:
+        with self._lock:
+            return self._in_flight
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no upstream call is in flight; False if some still are after `timeout`."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._in_flight == 0, timeout=timeout)
+
+    def complete(self, body: object) -> Reply:
+        started_at, t0 = datetime.now(UTC), time.monotonic()
+        if not isinstance(body, dict):
+            return _error(400, "the request body must be a JSON object", "invalid_request_error")
+        with self._lock:
+            seq = next(self._seq)
+        requested = body.get("model") if isinstance(body.get("model"), str) else None
+        messages, truncated = record_messages(body.get("messages"), self._max_record_chars)
+
+        def record(status: CallStatus, http_status: int, **fields: Any) -> None:
+            call = LLMCall(
+                id=f"llm-{os.urandom(8).hex()}",
+                seq=seq,
+                purpose=self._purpose,
+                model=fields.pop("model", None) or self._pinned_model or requested or "",
+                requested_model=requested,
+                started_at=started_at,
+                duration_s=time.monotonic() - t0,
+                status=status,
+                http_status=http_status,
+                request_messages=messages,
+                truncated=truncated,
+                **fields,
+            )
+            with self._lock:
+                self._calls.append(call)
+
+        if body.get("stream"):
+            message = "streaming is not supported by the Clade LLM gateway; send stream=false"
+            record("error", 400, error=message)
+            return _error(400, message, "invalid_request_error", "stream_unsupported")
+        model = self._pinned_model or requested
+        if not model:
+            record("error", 400, error="no model given")
+            return _error(400, "'model' is required", "invalid_request_error")
+        refusal = self._meter.check()
+        if refusal is not None:
+            record("budget_exceeded", 429, error=refusal.message)
+            reply = _error(429, refusal.message, "budget_exceeded", refusal.code)
+            reply.headers["x-should-retry"] = "false"  # the openai client would retry a 429
+            return reply
+        with self._lock:
+            self._in_flight += 1
+        try:
+            response = self._upstream.chat_completions({**body, "model": model})
+        except UpstreamError as exc:
+            status = 502 if exc.status in (401, 403) else exc.status  # our key, not the agent's
+            message = self._redact(exc.message)
+            record("error", status, error=message)
+            return _error(status, message, exc.error_type)
+        finally:
+            with self._idle:
+                self._in_flight -= 1
+                self._idle.notify_all()
+        prompt, completion, estimated = _usage(response, body.get("messages"))
+        answered = response.get("model") if isinstance(response.get("model"), str) else model
+        cost, known = self._cost(str(answered), model, prompt, completion)
+        self._meter.add(cost, prompt + completion)
+        record(
+            "ok",
+            200,
+            model=answered,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cost_usd=cost,
+            price_known=known,
+            usage_estimated=estimated,
+            response_message=_first_message(response, self._max_record_chars),
+        )
+        return Reply(200, response)
+
+    def models(self) -> Reply:
+        if self._pinned_model is not None:
+            entry = {
+                "id": self._pinned_model,
+                "object": "model",
+                "created": 0,
+                "owned_by": "clade-gateway",
+            }
+            return Reply(200, {"object": "list", "data": [entry]})
+        try:
+            return Reply(200, self._upstream.list_models())
+        except UpstreamError as exc:
+            status = 502 if exc.status in (401, 403) else exc.status
+            return _error(status, self._redact(exc.message), exc.error_type)
+
+    def _cost(self, answered: str, asked: str, prompt: int, completion: int) -> tuple[float, bool]:
+        # Price what answered (e.g. a dated snapshot); fall back to the name that was asked for.
+        cost, known = self._prices.cost(answered, prompt, completion)
+        return (cost, known) if known else self._prices.cost(asked, prompt, completion)
+
+    def _redact(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "[redacted]")
+        return text
+
+
+def _error(status: int, message: str, error_type: str, code: str | None = None) -> Reply:
+    return Reply(status, openai_error(message, error_type, code))
+
+
+def _usage(response: dict[str, Any], request_messages: object) -> tuple[int, int, bool]:
+    """(prompt, completion, estimated): the upstream's own figures, else about 4 chars a token."""
+    usage = response.get("usage")
+    if isinstance(usage, dict):
+        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        if isinstance(prompt, int) and isinstance(completion, int):
+            return max(prompt, 0), max(completion, 0), False
+    reply = _first_message(response, 10**9)
+    prompt_chars = len(json.dumps(request_messages, default=str))
+    return -(-prompt_chars // 4), -(-(reply.size() if reply else 0) // 4), True
+
+
+def _first_message(response: dict[str, Any], max_chars: int) -> RecordedMessage | None:
+    choices = response.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return None
+    return clip_message(RecordedMessage.from_openai(choices[0].get("message")), max_chars)
