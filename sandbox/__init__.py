@@ -1,1 +1,7 @@
-"""Isolation for untrusted agent code: one protocol, several backends, and the images they run."""
+"""Isolation for untrusted agent code: one protocol, several backends, and the images they run.
+
+base        the protocol (`SandboxBackend`, `Sandbox`), `SandboxSpec`, `ExecResult`, errors
+registry    `get_backend(name, **options)`: backends by name, imported lazily
+docker_*    the Docker backend: hardened containers, exec with deadlines and output caps
+images      `ensure_base_image`, `ensure_agent_image`: locally built, hash-tagged images
+"""

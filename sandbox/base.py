@@ -14,14 +14,27 @@ from pydantic import BaseModel, ConfigDict, Field
 
 LABEL_PREFIX = "dev.clade"
 OWNER_LABEL = f"{LABEL_PREFIX}.owner"
+# What a labelled container is ("sandbox", "image-build") and which backend made it.
+ROLE_LABEL = f"{LABEL_PREFIX}.role"
+BACKEND_LABEL = f"{LABEL_PREFIX}.backend"
 
 
 class SandboxError(RuntimeError):
-    """The sandbox itself failed (could not start, vanished, engine unreachable)."""
+    """The sandbox itself failed (could not start, vanished, engine unreachable).
+
+    Root of the sandbox exceptions; subclasses say more precisely what went wrong.
+    """
 
 
 class SandboxUnavailable(SandboxError):
     """The backend cannot run on this host (no engine, missing image)."""
+
+
+class SandboxFileError(SandboxError, OSError):
+    """A file could not be read or written inside a sandbox that is itself fine.
+
+    Missing file, permission denied, read-only path, larger than `max_bytes`.
+    """
 
 
 class Mount(BaseModel):
@@ -60,7 +73,13 @@ class ExecResult(BaseModel):
 
 
 class Sandbox(Protocol):
-    """One running sandbox. `close` removes it and everything it wrote outside its mounts."""
+    """One running sandbox. `close` removes it and everything it wrote outside its mounts.
+
+    `exec` runs as the sandbox user; when `timeout_s` passes, the command and every
+    process it started are killed and the result says `timed_out=True`.
+    `write_file` creates missing parent directories; both file methods raise
+    `SandboxFileError` when the operation is refused inside the sandbox.
+    """
 
     @property
     def id(self) -> str: ...

@@ -1,0 +1,170 @@
+"""One running Docker sandbox: commands through exec, files through the container's own view.
+
+The container's init (`docker-init`) runs a tiny keeper shell as the sandbox user.
+On a timeout the sandbox signals the container; the init forwards the signal to the
+keeper, which SIGKILLs every process of the sandbox user except itself. That needs no
+new process (a fork bomb cannot block it) and catches processes that left the
+command's session or process group. It also kills commands running concurrently in
+the same sandbox: one command at a time is the intended use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, Self
+
+from docker.errors import DockerException, NotFound
+
+from sandbox.base import ExecResult, SandboxError, SandboxFileError, SandboxSpec
+from sandbox.docker_exec import CommandSurvivedKill, ExecRequest, RawExec, run_exec
+
+SANDBOX_USER = "1000:1000"
+# Runs as PID 1's only child. `kill -9 -1` spares the caller and PID 1, and is a shell
+# builtin, so it works even when the pids limit is exhausted.
+KEEPER_SCRIPT = 'trap "while kill -9 -1 2>/dev/null; do :; done" USR1; while :; do sleep 86400 & wait; done'
+KEEPER_NAME = "clade-keeper"
+_FILE_ERROR_CAP = 64 * 1024
+_WRITE_SCRIPT = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
+
+
+class DockerSandbox:
+    """A running container; built by `DockerBackend.start`."""
+
+    def __init__(
+        self,
+        client: Any,
+        container_id: str,
+        spec: SandboxSpec,
+        *,
+        kill_grace_s: float,
+        file_timeout_s: float,
+    ) -> None:
+        self._client = client
+        self._id = container_id
+        self.spec = spec
+        self._kill_grace_s = kill_grace_s
+        self._file_timeout_s = file_timeout_s
+        self._closed = False
+
+    @property
+    def id(self) -> str:
+        return self._id
+
+    def exec(
+        self,
+        command: list[str],
+        *,
+        timeout_s: float,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult:
+        raw = self._run(
+            command,
+            timeout_s=timeout_s,
+            env=env,
+            cwd=cwd,
+            output_cap_bytes=self.spec.output_cap_bytes,
+        )
+        return ExecResult(
+            exit_code=raw.exit_code,
+            stdout=raw.stdout.decode(errors="replace"),
+            stderr=raw.stderr.decode(errors="replace"),
+            timed_out=raw.timed_out,
+            output_truncated=raw.output_truncated,
+            duration_s=raw.duration_s,
+        )
+
+    def write_file(self, path: str, data: bytes) -> None:
+        # Through the container's own view (tmpfs, mounts) as the sandbox user: the
+        # engine's archive API cannot write to tmpfs or a read-only root.
+        raw = self._run(
+            ["sh", "-c", _WRITE_SCRIPT, "clade-write", path],
+            timeout_s=self._file_timeout_s,
+            output_cap_bytes=_FILE_ERROR_CAP,
+            stdin=data,
+        )
+        if raw.exit_code != 0 or raw.timed_out:
+            raise SandboxFileError(f"cannot write {path}: {_why(raw)}")
+
+    def read_file(self, path: str, *, max_bytes: int = 10_000_000) -> bytes:
+        raw = self._run(
+            ["head", "-c", str(max_bytes + 1), "--", path],
+            timeout_s=self._file_timeout_s,
+            output_cap_bytes=max_bytes + 1 + _FILE_ERROR_CAP,
+        )
+        if raw.exit_code != 0 or raw.timed_out:
+            raise SandboxFileError(f"cannot read {path}: {_why(raw)}")
+        if len(raw.stdout) > max_bytes:
+            raise SandboxFileError(f"{path} is larger than {max_bytes} bytes")
+        return raw.stdout
+
+    def close(self) -> None:
+        """Remove the container and its processes; safe to call twice."""
+        if self._closed:
+            return
+        try:
+            self._client.api.remove_container(self._id, force=True, v=True)
+        except NotFound:
+            pass
+        except (DockerException, OSError) as exc:
+            raise SandboxError(f"could not remove sandbox {self._id[:12]}: {exc}") from exc
+        self._closed = True
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _run(
+        self,
+        command: list[str],
+        *,
+        timeout_s: float,
+        output_cap_bytes: int,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        stdin: bytes | None = None,
+    ) -> RawExec:
+        if self._closed:
+            raise SandboxError(f"sandbox {self._id[:12]} is closed")
+        if timeout_s <= 0:
+            raise ValueError("timeout_s must be positive")
+        request = ExecRequest(
+            container_id=self._id,
+            command=list(command),
+            user=SANDBOX_USER,
+            env=dict(env or {}),
+            workdir=cwd,
+            timeout_s=timeout_s,
+            output_cap_bytes=output_cap_bytes,
+            stdin=stdin,
+        )
+        try:
+            return run_exec(self._client.api, request, kill=self._kill_all, kill_grace_s=self._kill_grace_s)
+        except CommandSurvivedKill:
+            # Whatever survived SIGKILL must not outlive the sandbox: remove it now.
+            self.close()
+            raise
+
+    def _kill_all(self) -> None:
+        try:
+            # SIGCONT first, in case the agent stopped the keeper.
+            self._client.api.kill(self._id, signal="SIGCONT")
+            self._client.api.kill(self._id, signal="SIGUSR1")
+        except NotFound as exc:
+            raise SandboxError(f"sandbox {self._id[:12]} is gone") from exc
+        except (DockerException, OSError) as exc:
+            raise SandboxError(f"could not signal sandbox {self._id[:12]}: {exc}") from exc
+
+
+def _why(raw: RawExec) -> str:
+    if raw.timed_out:
+        return "timed out"
+    return raw.stderr.decode(errors="replace").strip() or f"exit code {raw.exit_code}"

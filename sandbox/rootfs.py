@@ -1,0 +1,173 @@
+"""The OS layer of the base image: a debootstrapped Debian root, packed as a cached tarball."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from sandbox.apt_sources import find_mirror
+from sandbox.base import SandboxError, SandboxUnavailable
+
+Progress = Callable[[str], None]
+
+SANDBOX_UID = 1000
+SANDBOX_USER = "clade"
+SANDBOX_HOME = "/tmp"
+CLADE_DIRS = (
+    "clade/agent",
+    "clade/repo",
+    "clade/task",
+    "clade/out",
+    "clade/llm",
+    "clade/bin",
+)
+# Bulky files no sandbox needs; copyright notices stay.
+_TRIM = (
+    "var/cache/apt/archives",
+    "var/lib/apt/lists",
+    "usr/share/man",
+    "usr/share/info",
+    "usr/share/locale",
+)
+
+
+@dataclass(frozen=True)
+class RootfsRecipe:
+    """Everything that decides the content of the OS layer (the mirror does not)."""
+
+    suite: str = "bookworm"
+    variant: str = "minbase"
+    packages: tuple[str, ...] = ("python3", "python3-venv", "git", "ca-certificates", "procps")
+    uid: int = SANDBOX_UID
+    user: str = SANDBOX_USER
+    home: str = SANDBOX_HOME
+    dirs: tuple[str, ...] = CLADE_DIRS
+    trimmed: tuple[str, ...] = _TRIM
+    # Bump when the way the tree is customised changes.
+    layout_version: int = 1
+
+    def key(self) -> str:
+        blob = json.dumps(asdict(self), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()
+
+
+def ensure_rootfs_tar(
+    cache_dir: Path,
+    recipe: RootfsRecipe,
+    *,
+    progress: Progress,
+    mirror: str | None = None,
+) -> Path:
+    """Return the cached rootfs tarball for `recipe`, debootstrapping it on first use.
+
+    The caller holds the cache's build lock, so any work directory found here is stale.
+    """
+    target = cache_dir / "rootfs" / f"{recipe.suite}-{recipe.key()[:12]}.tar"
+    if target.is_file():
+        progress(f"reusing cached OS layer {target}")
+        return target
+    _check_host()
+    for stale in target.parent.glob("rootfs-*"):
+        _unmount_below(stale)
+        shutil.rmtree(stale, ignore_errors=True)
+    keyring: Path | None = None
+    if mirror is None:
+        source = find_mirror(recipe.suite)
+        mirror, keyring = source.uri, source.keyring
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Build next to the cache so the final rename is atomic and never crosses filesystems.
+    work = Path(tempfile.mkdtemp(prefix="rootfs-", dir=target.parent))
+    try:
+        root = work / "root"
+        progress(f"debootstrap {recipe.suite} ({recipe.variant}) from {mirror}; takes a minute or two")
+        _debootstrap(recipe, root, mirror, keyring, progress)
+        customise(root, recipe)
+        progress("packing the OS layer")
+        partial = work / "rootfs.tar"
+        _run(["tar", "--numeric-owner", "-C", str(root), "-cf", str(partial), "."], "tar")
+        os.replace(partial, target)
+    finally:
+        _unmount_below(work)
+        shutil.rmtree(work, ignore_errors=True)
+    return target
+
+
+def customise(root: Path, recipe: RootfsRecipe) -> None:
+    """Add the sandbox user and the /clade layout; drop what no sandbox reads."""
+    uid = recipe.uid
+    _append_line(root / "etc/passwd", f"{recipe.user}:x:{uid}:{uid}:Clade sandbox:{recipe.home}:/bin/bash")
+    _append_line(root / "etc/group", f"{recipe.user}:x:{uid}:")
+    _append_line(root / "etc/shadow", f"{recipe.user}:!:19000:0:99999:7:::")
+    for rel in recipe.dirs:
+        (root / rel).mkdir(mode=0o755, parents=True, exist_ok=True)
+    for rel in recipe.trimmed:
+        for child in (root / rel).glob("*"):
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+    for doc in (root / "usr/share/doc").glob("*/*"):
+        if doc.name != "copyright" and not doc.is_dir():
+            doc.unlink()
+
+
+def _check_host() -> None:
+    if shutil.which("debootstrap") is None or shutil.which("tar") is None:
+        raise SandboxUnavailable("building the base image needs `debootstrap` and `tar` on the host")
+    if os.geteuid() != 0:
+        raise SandboxUnavailable("building the OS layer with debootstrap needs root")
+
+
+def _debootstrap(
+    recipe: RootfsRecipe, root: Path, mirror: str, keyring: Path | None, progress: Progress
+) -> None:
+    command = [
+        "debootstrap",
+        f"--variant={recipe.variant}",
+        f"--include={','.join(recipe.packages)}",
+    ]
+    if keyring is not None:
+        command.append(f"--keyring={keyring}")
+    command += [recipe.suite, str(root), mirror]
+    tail: deque[str] = deque(maxlen=20)
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+    ) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            tail.append(line.rstrip())
+            progress(f"debootstrap: {line.rstrip()}")
+    if proc.returncode != 0:
+        raise SandboxError(f"debootstrap failed ({proc.returncode}):\n" + "\n".join(tail))
+
+
+def _run(command: list[str], what: str) -> None:
+    done = subprocess.run(command, capture_output=True, text=True, errors="replace", check=False)
+    if done.returncode != 0:
+        raise SandboxError(f"{what} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+
+
+def _append_line(path: Path, line: str) -> None:
+    name = line.split(":", 1)[0] + ":"
+    existing = path.read_text() if path.exists() else ""
+    if any(row.startswith(name) for row in existing.splitlines()):
+        return
+    with path.open("a") as handle:
+        handle.write(("" if existing.endswith("\n") or not existing else "\n") + line + "\n")
+
+
+def _unmount_below(work: Path) -> None:
+    # A failed debootstrap can leave /proc or /sys mounted in the tree; never rmtree into them.
+    prefix = str(work.resolve()) + "/"
+    with open("/proc/self/mounts") as mounts:
+        points = [fields[1] for fields in (line.split() for line in mounts) if len(fields) > 1]
+    for point in sorted((p for p in points if p.startswith(prefix)), reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True, check=False)
