@@ -85,6 +85,8 @@ class LimitsConfig(StrictModel):
     cpus: float = Field(default=1.0, gt=0, le=64)
     pids: int = Field(default=256, ge=16, le=65536)
     max_agent_steps: int = Field(default=30, ge=1, le=10_000)
+    # Slack for setup, grading and reporting on top of the timeouts above, in Celery's hard limits.
+    overhead_s: int = Field(default=120, ge=5, le=3600)
 
 
 class RunConfig(StrictModel):

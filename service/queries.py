@@ -20,9 +20,7 @@ from service.api.schemas import (
 )
 from service.archive.errors import NotFoundError
 from service.db.models import Agent, Evaluation, LLMUsage, Run, RunAgent, StageScore, Step
-from service.runs import elapsed_seconds
-
-IN_FLIGHT = ("pending", "improving", "evaluating")
+from service.runs import IN_FLIGHT_STEP, elapsed_seconds
 
 
 def get_run(session: Session, *, run_id: str) -> Run:
@@ -67,7 +65,7 @@ def _run_fields(session: Session, run: Run) -> dict[str, object]:
         select(func.count()).select_from(Step).where(Step.run_id == run.id, Step.child_id.is_not(None))
     )
     in_flight = session.scalar(
-        select(func.count()).select_from(Step).where(Step.run_id == run.id, Step.status.in_(IN_FLIGHT))
+        select(func.count()).select_from(Step).where(Step.run_id == run.id, Step.status.in_(IN_FLIGHT_STEP))
     )
     best = session.execute(
         select(RunAgent.agent_id, RunAgent.score)

@@ -41,6 +41,7 @@ class EvaluationResult(Record):
     schema_version: Literal[1] = 1
     resolved: bool
     patch_applied: bool = True
+    grade_reason: str = ""
     tests: dict[str, str] = Field(default_factory=dict)
     fail_to_pass: dict[str, str] = Field(default_factory=dict)
     pass_to_pass: dict[str, str] = Field(default_factory=dict)

@@ -21,7 +21,7 @@ def record_evaluation(
     evaluation = session.get(Evaluation, evaluation_id, with_for_update=True)
     if evaluation is None:
         raise NotFoundError(f"evaluation {evaluation_id} not found")
-    if evaluation.status == "done":
+    if evaluation.status != "pending":  # done already, or cancelled with its run
         return evaluation
     result = submission.result
     evaluation.status = "done"

@@ -5,14 +5,16 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.archive.errors import ConflictError, NotFoundError
 from service.config import RunConfig
-from service.db.models import Agent, Event, Run, RunAgent
+from service.db.models import Agent, Evaluation, Event, Run, RunAgent, Step
 
 ACTIVE = ("running", "paused")
 FINISHED = ("completed", "cancelled", "failed")
+IN_FLIGHT_STEP = ("pending", "improving", "evaluating")
 
 # action -> (states it may start from, state it leads to)
 TRANSITIONS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -34,7 +36,7 @@ def new_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
-def create_run(session: Session, *, config: RunConfig) -> Run:
+def create_run(session: Session, *, config: RunConfig, stage_tasks: list[list[str]]) -> Run:
     """A new running run whose archive holds its seed. The caller commits."""
     if session.get(Agent, config.seed_agent) is None:
         raise UnknownAgentError("seed_agent", config.seed_agent)
@@ -45,6 +47,7 @@ def create_run(session: Session, *, config: RunConfig) -> Run:
         id=new_id(),
         name=config.name,
         config=config.model_dump(mode="json"),
+        stage_tasks=stage_tasks,
         status="running",
         seed_agent_id=config.seed_agent,
         created_at=now,
@@ -66,14 +69,14 @@ def change_state(session: Session, *, run_id: str, action: str) -> Run:
     allowed_from, target = TRANSITIONS[action]
     if run.status not in allowed_from:
         raise ConflictError(f"cannot {action} run {run_id}: it is {run.status}")
+    if target in FINISHED:
+        wind_down(session, run=run, status=target, reason=f"{action} requested")
+        return run
     now = datetime.now(UTC)
     if run.status == "running":
         bank_active_time(run, now)
     if target == "running":
         run.resumed_at = now
-    if target in FINISHED:
-        run.finished_at = now
-        run.stop_reason = f"{action} requested"
     run.status = target
     session.add(Event(run_id=run_id, kind=f"run_{target}", payload={"action": action}))
     return run
@@ -94,3 +97,22 @@ def elapsed_seconds(run: Run, now: datetime | None = None) -> float:
         resumed = run.resumed_at if run.resumed_at.tzinfo else run.resumed_at.replace(tzinfo=UTC)
         total += max(0.0, (now - resumed).total_seconds())
     return total
+
+
+def wind_down(session: Session, *, run: Run, status: str, reason: str) -> None:
+    """Finish a run: work still in flight is cancelled and agents still being scored are rejected."""
+    now = datetime.now(UTC)
+    if run.status == "running":
+        bank_active_time(run, now)
+    run.status, run.stop_reason, run.finished_at = status, reason, now
+    for step in session.scalars(select(Step).where(Step.run_id == run.id, Step.status.in_(IN_FLIGHT_STEP))):
+        step.status, step.reason, step.finished_at = "cancelled", reason, now
+    for evaluation in session.scalars(
+        select(Evaluation).where(Evaluation.run_id == run.id, Evaluation.status == "pending")
+    ):
+        evaluation.status = "cancelled"
+    for member in session.scalars(
+        select(RunAgent).where(RunAgent.run_id == run.id, RunAgent.status == "evaluating")
+    ):
+        member.status, member.reason = "rejected", f"run ended before its evaluation finished: {reason}"
+    session.add(Event(run_id=run.id, kind=f"run_{status}", payload={"reason": reason}))

@@ -27,6 +27,8 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=lambda: Path.home() / ".clade")
     database_url: str | None = None
     broker_url: str | None = None
+    # An unacknowledged task is delivered again after this long (a worker died holding it).
+    broker_visibility_timeout_s: int = 7200
     service_url: str = f"http://127.0.0.1:{DEFAULT_PORT}"
 
     admin_token: SecretStr | None = None
@@ -43,6 +45,7 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     price_table_path: Path | None = None
     sandbox_backend: str = "docker"
+    image_cache_dir: Path | None = None  # rootfs and wheels for images; default ~/.cache/clade/images
 
     @property
     def archive_path(self) -> Path:

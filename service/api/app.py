@@ -18,6 +18,9 @@ from service.archive.git_store import GitStore
 from service.archive.store import Archive
 from service.db.engine import make_engine, make_session_factory
 from service.db.migrate import upgrade
+from service.driver.catalog import BenchmarkCatalog
+from service.driver.dispatch import CeleryDispatcher
+from service.driver.loop import RunDriver
 from service.settings import Settings
 
 log = logging.getLogger("clade.service")
@@ -41,15 +44,30 @@ def build_services(settings: Settings) -> Services:
     for sha in report.missing_commits:
         log.error("agent %s is in the database but its commit is missing from git", sha)
     archive = Archive(git=git, sessions=sessions, max_patch_bytes=settings.max_patch_bytes)
-    return Services(settings=settings, engine=engine, sessions=sessions, archive=archive)
+    return Services(
+        settings=settings, engine=engine, sessions=sessions, archive=archive, catalog=BenchmarkCatalog()
+    )
+
+
+def make_driver(settings: Settings, services: Services) -> RunDriver:
+    from worker.celery_app import make_celery
+
+    dispatcher = CeleryDispatcher(make_celery(settings))
+    return RunDriver(sessions=services.sessions, dispatcher=dispatcher, interval_s=settings.driver_interval_s)
 
 
 def create_app(settings: Settings) -> FastAPI:
     services = build_services(settings)
 
+    driver = make_driver(settings, services) if settings.run_driver_enabled else None
+
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if driver is not None:
+            driver.start()
         yield
+        if driver is not None:
+            driver.stop()
         services.engine.dispose()
 
     app = FastAPI(

@@ -13,6 +13,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.archive.store import Archive
+from service.driver.catalog import BenchmarkCatalog
 from service.settings import Settings
 
 
@@ -22,6 +23,7 @@ class Services:
     engine: Engine
     sessions: sessionmaker[Session]
     archive: Archive
+    catalog: BenchmarkCatalog
 
 
 def get_services(request: Request) -> Services:

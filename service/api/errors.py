@@ -7,6 +7,7 @@ from fastapi.responses import JSONResponse
 
 from service.archive.errors import ConflictError, InvalidAgentError, NotFoundError, PatchError
 from service.archive.store import PatchTooLargeError
+from service.driver.catalog import ConfigFieldError
 from service.runs import UnknownAgentError
 
 
@@ -17,15 +18,17 @@ def _handler(code: int):  # type: ignore[no-untyped-def]
     return handle
 
 
-async def _unknown_agent(_request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, UnknownAgentError)
-    loc = ["body", *exc.field.split(".")]
-    detail = [{"loc": loc, "msg": str(exc), "type": "unknown_agent"}]
+async def _bad_field(_request: Request, exc: Exception) -> JSONResponse:
+    """A config value that is well-formed but names nothing real: 422 at its field path."""
+    assert isinstance(exc, UnknownAgentError | ConfigFieldError)
+    loc: list[str | int] = ["body", *(int(p) if p.isdigit() else p for p in exc.field.split("."))]
+    detail = [{"loc": loc, "msg": str(exc), "type": "unknown_reference"}]
     return JSONResponse(status_code=status.HTTP_422_UNPROCESSABLE_CONTENT, content={"detail": detail})
 
 
 def install(app: FastAPI) -> None:
-    app.add_exception_handler(UnknownAgentError, _unknown_agent)
+    app.add_exception_handler(UnknownAgentError, _bad_field)
+    app.add_exception_handler(ConfigFieldError, _bad_field)
     app.add_exception_handler(NotFoundError, _handler(status.HTTP_404_NOT_FOUND))
     app.add_exception_handler(ConflictError, _handler(status.HTTP_409_CONFLICT))
     app.add_exception_handler(PatchTooLargeError, _handler(status.HTTP_413_CONTENT_TOO_LARGE))

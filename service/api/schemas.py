@@ -131,6 +131,9 @@ class ChildSubmission(BaseModel):
 
     patch: str
     diagnosis: str | None = None
+    # Set when the child failed validation (does not start, its own tests fail): it is archived
+    # and shown, but never becomes a parent.
+    rejection: str | None = Field(default=None, max_length=20_000)
     usage: list[UsageRecord] = Field(default_factory=list)
 
 

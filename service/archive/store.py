@@ -9,6 +9,7 @@ whose ref `consistency.check` recreates at the next start.
 from __future__ import annotations
 
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -71,6 +72,7 @@ class Archive:
         step_id: str,
         patch: str,
         diagnosis: str | None = None,
+        rejection: str | None = None,
         usage: list[UsageRecord] | None = None,
     ) -> Agent:
         """The child of a step: idempotent by step id, refused whole if the patch is bad."""
@@ -102,7 +104,10 @@ class Archive:
             )
             session.add(agent)
             step.child_id = sha
-            step.status = "evaluating"
+            status = "rejected" if rejection else "evaluating"
+            step.status, step.reason = status, rejection
+            if rejection:
+                step.finished_at = datetime.now(UTC)
             if diagnosis is not None:
                 step.diagnosis = diagnosis
             # What it cost to make this child is shown on the child.
@@ -112,7 +117,8 @@ class Archive:
                     run_id=run_id,
                     agent_id=sha,
                     parent_id=parent_id,
-                    status="evaluating",
+                    status=status,
+                    reason=rejection,
                     step_number=number,
                 )
             )
@@ -123,7 +129,7 @@ class Archive:
                 Event(
                     run_id=run_id,
                     kind="child_created",
-                    payload={"agent_id": sha, "parent_id": parent_id, "step": number},
+                    payload={"agent_id": sha, "parent_id": parent_id, "step": number, "rejection": rejection},
                 )
             )
         self.git.set_agent_ref(sha)

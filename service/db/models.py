@@ -41,6 +41,8 @@ class Run(Base):
     id: Mapped[str] = mapped_column(ID, primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
     config: Mapped[dict[str, Any]]
+    # Task ids of each stage, fixed when the run is created (recorded with the run).
+    stage_tasks: Mapped[list[list[str]]] = mapped_column(JSON, default=list)
     status: Mapped[str] = mapped_column(String(16), index=True)
     stop_reason: Mapped[str | None] = mapped_column(Text)
     seed_agent_id: Mapped[str] = mapped_column(SHA, ForeignKey("agents.id"))
@@ -113,6 +115,8 @@ class Step(Base):
     status: Mapped[str] = mapped_column(String(16), index=True)
     reason: Mapped[str | None] = mapped_column(Text)
     diagnosis: Mapped[str | None] = mapped_column(Text)
+    dispatched_at: Mapped[datetime | None]
+    dispatches: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
     finished_at: Mapped[datetime | None]
@@ -136,6 +140,8 @@ class Evaluation(Base):
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    dispatched_at: Mapped[datetime | None]
+    dispatches: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None]
 

@@ -14,7 +14,10 @@ def config(seed_id: str, **overrides: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "name": "demo",
         "seed_agent": seed_id,
-        "stages": [{"tasks": ["t1", "t2"], "threshold": 0.5}, {"subset": "all"}],
+        "stages": [
+            {"tasks": ["clade-mini__textkit-1", "clade-mini__ledger-1"], "threshold": 0.5},
+            {"subset": "all"},
+        ],
         "budget": {"max_children": 5, "max_usd": 1.5},
         "parallelism": 2,
         "rng_seed": 7,
@@ -57,6 +60,9 @@ def test_create_show_and_list_runs(service: ServiceProcess, seed_id: str) -> Non
             ["body", "selection", "params", "lambda"],
         ),
         ({"surprise": True}, ["body", "surprise"]),
+        ({"stages": [{"tasks": ["clade-mini__textkit-1", "nope"]}]}, ["body", "stages", 0, "tasks"]),
+        ({"stages": [{"subset": "all"}, {"subset": "mini-500"}]}, ["body", "stages", 1, "subset"]),
+        ({"benchmark": {"name": "no-such-bench"}}, ["body", "benchmark", "name"]),
     ],
 )
 def test_invalid_config_is_422_with_field_path_and_writes_nothing(

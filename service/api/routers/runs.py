@@ -9,11 +9,13 @@ from fastapi import APIRouter, Query, Response, status
 from sqlalchemy import select
 
 from service import queries, runs
-from service.api.deps import AdminOnly, ArchiveDep, Reader, SessionDep
+from service.api.deps import AdminOnly, ArchiveDep, Reader, ServicesDep, SessionDep
 from service.api.schemas import Lineage, Page, RunAgentPublic, RunDetail, RunPublic
 from service.archive.export import export_top
 from service.config import RunConfig
 from service.db.models import Event
+from service.driver.dispatch import check_time_limits
+from service.driver.parents import check_selection
 
 router = APIRouter(prefix="/api/runs", tags=["runs"])
 Limit = Annotated[int, Query(ge=1, le=1000)]
@@ -21,8 +23,11 @@ Offset = Annotated[int, Query(ge=0)]
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, dependencies=[AdminOnly])
-def create_run(config: RunConfig, session: SessionDep) -> RunDetail:
-    run = runs.create_run(session, config=config)
+def create_run(config: RunConfig, session: SessionDep, services: ServicesDep) -> RunDetail:
+    stage_tasks = services.catalog.plan_stages(config)
+    check_selection(config)
+    check_time_limits(config.limits, services.settings.broker_visibility_timeout_s)
+    run = runs.create_run(session, config=config, stage_tasks=stage_tasks)
     session.commit()
     return queries.run_detail(session, run=run)
 

@@ -24,7 +24,11 @@ def agent_code(agent_id: str, session: SessionDep, archive: ArchiveDep) -> Respo
 def submit_child(step_id: str, body: ChildSubmission, archive: ArchiveDep) -> AgentPublic:
     """Create the step's child from a unified diff against its parent; idempotent by step id."""
     agent = archive.create_child(
-        step_id=step_id, patch=body.patch, diagnosis=body.diagnosis, usage=body.usage
+        step_id=step_id,
+        patch=body.patch,
+        diagnosis=body.diagnosis,
+        rejection=body.rejection,
+        usage=body.usage,
     )
     return AgentPublic.model_validate(agent, from_attributes=True)
 

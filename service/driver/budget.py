@@ -1,0 +1,53 @@
+"""What a run has spent, and whether a budget stops it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from service.config import BudgetConfig
+from service.db.models import LLMUsage, Run, Step
+from service.runs import elapsed_seconds
+
+
+@dataclass(frozen=True)
+class Spent:
+    steps: int
+    usd: float
+    tokens: int
+    seconds: float
+
+
+def spent(session: Session, run: Run) -> Spent:
+    usd, tokens = session.execute(
+        select(
+            func.coalesce(func.sum(LLMUsage.cost_usd), 0.0),
+            func.coalesce(func.sum(LLMUsage.prompt_tokens + LLMUsage.completion_tokens), 0),
+        ).where(LLMUsage.run_id == run.id)
+    ).one()
+    steps = session.scalar(select(func.count()).select_from(Step).where(Step.run_id == run.id)) or 0
+    return Spent(steps=steps, usd=float(usd), tokens=int(tokens), seconds=elapsed_seconds(run))
+
+
+def hard_stop(budget: BudgetConfig, used: Spent) -> str | None:
+    """A spent money, token or time budget: the run stops now, in-flight work included."""
+    if budget.max_usd is not None and used.usd >= budget.max_usd:
+        return f"budget: max_usd reached (${used.usd:.4f} of ${budget.max_usd:.4f})"
+    if budget.max_tokens is not None and used.tokens >= budget.max_tokens:
+        return f"budget: max_tokens reached ({used.tokens} of {budget.max_tokens})"
+    if budget.max_wall_time_s is not None and used.seconds >= budget.max_wall_time_s:
+        return f"budget: max_wall_time_s reached ({used.seconds:.0f}s of {budget.max_wall_time_s:.0f}s)"
+    return None
+
+
+def children_exhausted(budget: BudgetConfig, used: Spent) -> bool:
+    """All children have been attempted: no new steps, but those in flight finish."""
+    return used.steps >= budget.max_children
+
+
+def remaining(budget: BudgetConfig, used: Spent) -> tuple[float | None, int | None]:
+    usd = None if budget.max_usd is None else max(0.0, budget.max_usd - used.usd)
+    tokens = None if budget.max_tokens is None else max(0, budget.max_tokens - used.tokens)
+    return usd, tokens

@@ -1,0 +1,65 @@
+"""Benchmarks as the service sees them: task ids and subsets, to plan a run's stages."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from service.config import RunConfig
+from worker.benchmarks.base import Benchmark, BenchmarkError
+from worker.benchmarks.registry import get_benchmark
+
+
+class ConfigFieldError(ValueError):
+    """A run configuration names a benchmark, task or subset that does not exist; `field` is its path."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+class BenchmarkCatalog:
+    """Loads each (benchmark, options) once; thread-safe."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, Benchmark] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str, options: dict[str, Any]) -> Benchmark:
+        key = json.dumps([name, options], sort_keys=True)
+        with self._lock:
+            if key not in self._loaded:
+                self._loaded[key] = get_benchmark(name, **options)
+            return self._loaded[key]
+
+    def plan_stages(self, config: RunConfig) -> list[list[str]]:
+        """The task ids of each stage, checked against the benchmark."""
+        try:
+            benchmark = self.get(config.benchmark.name, config.benchmark.options)
+        except (BenchmarkError, TypeError) as exc:
+            raise ConfigFieldError("benchmark.name", str(exc)) from exc
+        all_ids = [task.instance_id for task in benchmark.tasks()]
+        known = set(all_ids)
+        subsets = benchmark.subsets()
+        plan: list[list[str]] = []
+        for index, stage in enumerate(config.stages):
+            if stage.tasks is not None:
+                unknown = [task for task in stage.tasks if task not in known]
+                if unknown:
+                    raise ConfigFieldError(
+                        f"stages.{index}.tasks", f"unknown task(s) of {benchmark.name}: {', '.join(unknown)}"
+                    )
+                plan.append(list(dict.fromkeys(stage.tasks)))
+            elif stage.subset is not None:
+                if stage.subset not in subsets:
+                    names = ", ".join(sorted(subsets))
+                    raise ConfigFieldError(
+                        f"stages.{index}.subset", f"{benchmark.name} has no subset {stage.subset!r} ({names})"
+                    )
+                plan.append(list(subsets[stage.subset]))
+            else:
+                plan.append(all_ids)
+            if not plan[-1]:
+                raise ConfigFieldError(f"stages.{index}", "the stage has no tasks")
+        return plan

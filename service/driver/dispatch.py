@@ -1,0 +1,64 @@
+"""How the driver hands jobs to workers: a protocol, and the Celery implementation."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from celery import Celery
+
+from service.config import LimitsConfig
+from service.driver.catalog import ConfigFieldError
+from service.jobs import EVALUATE_TASK, IMPROVE_TASK, EvaluateJob, ImproveJob
+
+
+class Dispatcher(Protocol):
+    def improve(self, job: ImproveJob) -> None: ...
+
+    def evaluate(self, job: EvaluateJob) -> None: ...
+
+
+def improve_time_limit(limits: LimitsConfig) -> int:
+    """Diagnosis, the improver's run and the child's validation."""
+    return limits.improve_timeout_s + 2 * limits.test_timeout_s + limits.overhead_s
+
+
+def evaluate_time_limit(limits: LimitsConfig) -> int:
+    """The agent's run and the grading."""
+    return limits.solve_timeout_s + limits.test_timeout_s + limits.overhead_s
+
+
+class CeleryDispatcher:
+    def __init__(self, app: Celery) -> None:
+        self.app = app
+
+    def improve(self, job: ImproveJob) -> None:
+        hard = improve_time_limit(job.limits)
+        self.app.send_task(
+            IMPROVE_TASK,
+            kwargs={"job": job.model_dump(mode="json")},
+            task_id=f"improve-{job.step_id}",
+            time_limit=hard,
+            soft_time_limit=hard - 1,
+        )
+
+    def evaluate(self, job: EvaluateJob) -> None:
+        hard = evaluate_time_limit(job.limits)
+        self.app.send_task(
+            EVALUATE_TASK,
+            kwargs={"job": job.model_dump(mode="json")},
+            task_id=f"evaluate-{job.evaluation_id}",
+            time_limit=hard,
+            soft_time_limit=hard - 1,
+        )
+
+
+def check_time_limits(limits: LimitsConfig, visibility_timeout_s: int) -> None:
+    """Refuse limits the broker cannot honour: a task still running when its visibility
+    timeout ends would be delivered a second time."""
+    hard = max(improve_time_limit(limits), evaluate_time_limit(limits))
+    if hard >= visibility_timeout_s:
+        raise ConfigFieldError(
+            "limits",
+            f"a task may run {hard}s (timeouts plus overhead_s), which is not below the broker's "
+            f"visibility timeout of {visibility_timeout_s}s (CLADE_BROKER_VISIBILITY_TIMEOUT_S)",
+        )

@@ -1,0 +1,98 @@
+"""Choosing parents: the run's admitted agents as selection candidates."""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+
+from pydantic import ValidationError
+from sqlalchemy import case, func, select
+from sqlalchemy.orm import Session
+
+from service.config import RunConfig
+from service.db.models import Evaluation, Run, RunAgent
+from service.driver.catalog import ConfigFieldError
+from service.selection import Candidate, UnknownStrategyError, make_strategy
+
+
+def candidates(session: Session, run: Run) -> list[Candidate]:
+    members = session.scalars(select(RunAgent).where(RunAgent.run_id == run.id)).all()
+    stats = {
+        agent_id: (int(resolved), int(attempted))
+        for agent_id, resolved, attempted in session.execute(
+            select(
+                Evaluation.agent_id,
+                func.sum(case((Evaluation.resolved.is_(True), 1), else_=0)),
+                func.count(),
+            )
+            .where(Evaluation.run_id == run.id, Evaluation.status == "done")
+            .group_by(Evaluation.agent_id)
+        )
+    }
+    totals = clade_totals([(m.agent_id, m.parent_id) for m in members], stats)
+    result = []
+    for member in members:
+        if member.status != "admitted":
+            continue
+        resolved, attempted = totals[member.agent_id]
+        result.append(
+            Candidate(
+                agent_id=member.agent_id,
+                score=member.score or 0.0,
+                children=member.children,
+                clade_resolved=resolved,
+                clade_attempted=attempted,
+            )
+        )
+    return result
+
+
+def check_selection(config: RunConfig) -> None:
+    """Refuse an unknown strategy or bad parameters when the run is created, naming the field."""
+    try:
+        make_strategy(config.selection.strategy, config.selection.params)
+    except UnknownStrategyError as exc:
+        raise ConfigFieldError("selection.strategy", str(exc)) from exc
+    except ValidationError as exc:
+        raise ConfigFieldError("selection.params", str(exc.errors()[0]["msg"])) from exc
+
+
+def choose_parent(session: Session, run: Run, config: RunConfig, step_number: int) -> str | None:
+    """The parent of step `step_number`, or None while no agent is admitted yet.
+
+    The random stream depends only on the run's seed and the step number, so a
+    replayed run with the same archive picks the same parents.
+    """
+    pool = candidates(session, run)
+    if not pool:
+        return None
+    strategy = make_strategy(config.selection.strategy, config.selection.params)
+    rng = random.Random(f"{config.rng_seed}:{step_number}")
+    return strategy.select(pool, rng, k=1)[0]
+
+
+def clade_totals(
+    edges: list[tuple[str, str | None]], stats: dict[str, tuple[int, int]]
+) -> dict[str, tuple[int, int]]:
+    """(resolved, attempted) pooled over each agent and all its descendants (HGM's clade)."""
+    children: dict[str | None, list[str]] = defaultdict(list)
+    for agent_id, parent_id in edges:
+        children[parent_id].append(agent_id)
+    totals: dict[str, tuple[int, int]] = {}
+    # Iterative post-order: lineages can be thousands of generations deep.
+    stack: list[tuple[str, bool]] = [(agent_id, False) for agent_id, _ in edges]
+    while stack:
+        agent_id, expanded = stack.pop()
+        if agent_id in totals:
+            continue
+        kids = children.get(agent_id, [])
+        if not expanded and any(kid not in totals for kid in kids):
+            stack.append((agent_id, True))
+            stack.extend((kid, False) for kid in kids if kid not in totals)
+            continue
+        resolved, attempted = stats.get(agent_id, (0, 0))
+        for kid in kids:
+            resolved += totals[kid][0]
+            attempted += totals[kid][1]
+        totals[agent_id] = (resolved, attempted)
+    return totals

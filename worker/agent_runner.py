@@ -1,0 +1,156 @@
+"""Run one agent on one repository inside a sandbox, with its own LLM gateway.
+
+The agent's code, the repository and the statement go in through mounts; the
+agent reaches the model only through the gateway's socket; what comes back is
+the host's `git diff` of the repository, the trajectory file, and the calls the
+gateway metered. Nothing the agent says about itself is trusted.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sandbox.base import Mount, SandboxSpec
+from service.archive.manifest import AgentManifest
+from service.config import LimitsConfig
+from worker.context import WorkerContext
+from worker.llm import Budget, GatewayConfig, LLMCall, LLMGateway, forwarder_script_path
+from worker.workspace import PatchTooLarge, Workspace
+
+FORWARDER_PORT = 8080
+SOCKET = "/clade/llm/gateway.sock"
+MAX_TRAJECTORY_BYTES = 5_000_000
+MAX_LOG_CHARS = 20_000
+# Starts the forwarder, waits until it listens, then replaces itself with the agent's command.
+LAUNCH = f"""
+python3 /clade/bin/forwarder.py --port {FORWARDER_PORT} --socket {SOCKET} >/tmp/forwarder.log 2>&1 &
+i=0
+until grep -q listening /tmp/forwarder.log 2>/dev/null; do
+  i=$((i+1))
+  if [ "$i" -gt 200 ]; then
+    echo "clade: the LLM forwarder did not start" >&2; cat /tmp/forwarder.log >&2; exit 97
+  fi
+  sleep 0.05
+done
+cd "$CLADE_REPO" && exec sh -c "$CLADE_SOLVE"
+"""
+
+
+@dataclass
+class AgentRun:
+    agent_code: bytes
+    manifest: AgentManifest
+    statement: str
+    prepare_repo: Callable[[Path], object]  # writes a git work tree with one commit at the path
+    repo_path: str
+    model: str
+    purpose: str  # "solve" | "improve": tags every metered call
+    timeout_s: float
+    limits: LimitsConfig
+    budget: Budget
+    image: str
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class AgentOutcome:
+    diff: str
+    trajectory: Any
+    log: str
+    exit_code: int
+    timed_out: bool
+    calls: list[LLMCall]
+    setup_s: float
+    agent_s: float
+    failure: str | None
+
+
+def run_agent(ctx: WorkerContext, run: AgentRun) -> AgentOutcome:
+    started = time.monotonic()
+    with Workspace(ctx.work_dir) as ws:
+        ws.unpack_agent(run.agent_code)
+        run.prepare_repo(ws.repo)
+        ws.write_statement(run.statement)
+        ws.hand_over()
+        gateway = LLMGateway(
+            GatewayConfig(
+                socket_path=ws.llm / "gateway.sock", purpose=run.purpose, model=run.model, budget=run.budget
+            ),
+            ctx.upstream,
+            ctx.prices,
+            secrets=ctx.secrets,
+        )
+        with gateway, closing(ctx.backend.start(_spec(ws, run))) as sandbox:
+            setup_s = time.monotonic() - started
+            result = sandbox.exec(["sh", "-c", LAUNCH], timeout_s=run.timeout_s)
+        agent_s = result.duration_s
+        failure = None
+        try:
+            diff = ws.diff(ctx.settings.max_patch_bytes)
+        except PatchTooLarge as exc:
+            diff, failure = "", str(exc)
+        trajectory = _trajectory(ws.read_output("trajectory.json", MAX_TRAJECTORY_BYTES))
+        calls = gateway.calls
+    if result.timed_out:
+        failure = f"the agent was killed after its time limit of {run.timeout_s:g}s"
+    elif result.exit_code != 0:
+        failure = f"the agent exited with code {result.exit_code}"
+    log = (result.stdout[-MAX_LOG_CHARS:] + ("\n--- stderr ---\n" + result.stderr[-MAX_LOG_CHARS:])).strip()
+    return AgentOutcome(
+        diff=diff,
+        trajectory=trajectory,
+        log=log,
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        calls=calls,
+        setup_s=setup_s,
+        agent_s=agent_s,
+        failure=failure,
+    )
+
+
+def _spec(ws: Workspace, run: AgentRun) -> SandboxSpec:
+    return SandboxSpec(
+        image=run.image,
+        mounts=[
+            Mount(source=ws.agent, target="/clade/agent", read_only=True),
+            Mount(source=ws.repo, target=run.repo_path, read_only=False),
+            Mount(source=ws.task, target="/clade/task", read_only=True),
+            Mount(source=ws.out, target="/clade/out", read_only=False),
+            Mount(source=ws.llm, target="/clade/llm", read_only=False),
+            Mount(source=forwarder_script_path(), target="/clade/bin/forwarder.py", read_only=True),
+        ],
+        env={
+            "OPENAI_BASE_URL": f"http://127.0.0.1:{FORWARDER_PORT}/v1",
+            "OPENAI_API_KEY": "clade-sandbox",
+            "CLADE_MODEL": run.model,
+            "CLADE_TASK_FILE": "/clade/task/statement.md",
+            "CLADE_REPO": run.repo_path,
+            "CLADE_OUTPUT_DIR": "/clade/out",
+            "CLADE_MAX_STEPS": str(run.limits.max_agent_steps),
+            "CLADE_TIMEOUT_S": str(int(run.timeout_s)),
+            "CLADE_SOLVE": run.manifest.solve,
+            "PYTHONPATH": "/clade/agent",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "HOME": "/tmp",
+        },
+        memory_mb=run.limits.memory_mb,
+        cpus=run.limits.cpus,
+        pids=run.limits.pids,
+        labels=run.labels,
+    )
+
+
+def _trajectory(raw: bytes | None) -> Any:
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return {"unparsed": raw[:MAX_LOG_CHARS].decode(errors="replace")}

@@ -1,0 +1,84 @@
+"""Everything a worker needs to run jobs, built once from settings and passed in."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sandbox.base import SandboxBackend
+from sandbox.registry import get_backend
+from service.driver.catalog import BenchmarkCatalog
+from service.settings import Settings
+from worker.llm import PriceTable, Upstream, UpstreamConfig, load_price_table, make_upstream
+from worker.service_client import ServiceClient
+
+log = logging.getLogger("clade.worker")
+
+
+class ImageProvider:
+    """Images for agents: the base image, plus a cached layer for an agent's extra requirements."""
+
+    def __init__(self, cache_dir: Path | None) -> None:
+        self.cache_dir = cache_dir
+        self._client: Any = None
+        self._base: str | None = None
+        self._lock = threading.Lock()
+
+    def _docker(self) -> Any:
+        from sandbox.docker_backend import connect
+
+        if self._client is None:
+            self._client = connect()
+        return self._client
+
+    def base(self) -> str:
+        from sandbox.images import ensure_base_image
+
+        with self._lock:
+            if self._base is None:
+                self._base = ensure_base_image(self._docker(), self.cache_dir, progress=log.info)
+            return self._base
+
+    def for_agent(self, requirements: list[str]) -> str:
+        from sandbox.images import ensure_agent_image
+
+        base = self.base()
+        with self._lock:
+            return ensure_agent_image(self._docker(), base, requirements, self.cache_dir, progress=log.info)
+
+
+@dataclass
+class WorkerContext:
+    settings: Settings
+    client: ServiceClient
+    backend: SandboxBackend
+    images: ImageProvider
+    upstream: Upstream
+    prices: PriceTable
+    secrets: list[str]
+    catalog: BenchmarkCatalog = field(default_factory=BenchmarkCatalog)
+
+    @property
+    def work_dir(self) -> Path:
+        return self.settings.data_dir / "work"
+
+
+def build_context(settings: Settings, *, owner: str) -> WorkerContext:
+    if settings.worker_token is None:
+        raise ValueError("the worker needs CLADE_WORKER_TOKEN (the service's worker token)")
+    if not settings.llm_base_url:
+        raise ValueError("the worker needs CLADE_LLM_BASE_URL: an OpenAI-compatible endpoint")
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
+    upstream = make_upstream(UpstreamConfig(base_url=settings.llm_base_url, api_key=settings.llm_api_key))
+    return WorkerContext(
+        settings=settings,
+        client=ServiceClient(settings.service_url, settings.worker_token.get_secret_value()),
+        backend=get_backend(settings.sandbox_backend, owner=owner),
+        images=ImageProvider(settings.image_cache_dir),
+        upstream=upstream,
+        prices=load_price_table(settings.price_table_path),
+        secrets=[key] if key else [],
+    )

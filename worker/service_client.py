@@ -1,0 +1,68 @@
+"""The worker's HTTP client for the service: the only way a worker reads or writes the archive."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from pydantic import BaseModel
+
+from service.api.schemas import ChildSubmission, StepFailure
+from service.records import EvaluationSubmission
+from worker.errors import InfrastructureError, StaleJobError
+
+
+class ServiceClient:
+    def __init__(self, base_url: str, worker_token: str, timeout_s: float = 120.0) -> None:
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/"),
+            headers={"Authorization": f"Bearer {worker_token}"},
+            timeout=timeout_s,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def agent_code(self, agent_id: str) -> bytes:
+        return self._request("GET", f"/api/worker/agents/{agent_id}/code").content
+
+    def agent(self, agent_id: str) -> dict[str, Any]:
+        data: dict[str, Any] = self._request("GET", f"/api/agents/{agent_id}").json()
+        return data
+
+    def evaluation(self, agent_id: str, evaluation_id: str) -> dict[str, Any]:
+        data: dict[str, Any] = self._request(
+            "GET", f"/api/agents/{agent_id}/evaluations/{evaluation_id}"
+        ).json()
+        return data
+
+    def submit_child(self, step_id: str, submission: ChildSubmission) -> dict[str, Any]:
+        data: dict[str, Any] = self._post(f"/api/worker/steps/{step_id}/child", submission).json()
+        return data
+
+    def reject_step(self, step_id: str, failure: StepFailure) -> None:
+        self._post(f"/api/worker/steps/{step_id}/reject", failure)
+
+    def submit_result(self, evaluation_id: str, submission: EvaluationSubmission) -> None:
+        self._post(f"/api/worker/evaluations/{evaluation_id}/result", submission)
+
+    def _post(self, path: str, body: BaseModel) -> httpx.Response:
+        return self._request(
+            "POST", path, content=body.model_dump_json(), headers={"Content-Type": "application/json"}
+        )
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise InfrastructureError(f"service unreachable ({method} {path}): {exc}") from exc
+        if response.status_code == 409:
+            raise StaleJobError(f"{method} {path}: {response.json().get('detail')}")
+        if response.status_code >= 500 or response.status_code == 429:
+            raise InfrastructureError(
+                f"{method} {path} answered {response.status_code}: {response.text[:300]}"
+            )
+        if response.is_error:
+            # A 4xx other than 409 means this worker sent something wrong: a bug, not a retry.
+            raise RuntimeError(f"{method} {path} answered {response.status_code}: {response.text[:1000]}")
+        return response
