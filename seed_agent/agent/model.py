@@ -1,0 +1,91 @@
+"""The model client: one chat-completions call to an OpenAI-compatible endpoint."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, cast
+
+import openai
+
+Message = dict[str, Any]
+BUDGET_EXCEEDED = "budget_exceeded"
+
+
+class ModelError(Exception):
+    """The endpoint refused or failed a call; `type` and `code` are its machine-readable kind."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        type: str | None = None,
+        code: str | None = None,
+    ):
+        super().__init__(message)
+        self.status, self.type, self.code = status, type, code
+
+    @property
+    def budget_exceeded(self) -> bool:
+        # Clade's gateway answers 429 with error type "budget_exceeded" once a budget is spent.
+        return BUDGET_EXCEEDED in (self.type, self.code)
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # JSON text, exactly as the model wrote it
+
+    def as_message_part(self) -> Message:
+        function = {"name": self.name, "arguments": self.arguments}
+        return {"id": self.id, "type": "function", "function": function}
+
+
+@dataclass
+class Reply:
+    message: Message  # the assistant message, ready to append to the conversation
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+class ModelClient(Protocol):
+    def query(self, messages: list[Message], *, timeout_s: float) -> Reply: ...
+
+
+class OpenAIModel:
+    def __init__(self, name: str, *, base_url: str | None, api_key: str, tools: list[Message]):
+        self.name = name
+        self.tools = tools
+        self.client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=2)
+
+    def query(self, messages: list[Message], *, timeout_s: float) -> Reply:
+        try:
+            response = self.client.chat.completions.create(
+                model=self.name,
+                messages=cast(Any, messages),
+                tools=cast(Any, self.tools),
+                timeout=timeout_s,
+            )
+        except openai.APIStatusError as exc:
+            raise ModelError(exc.message, status=exc.status_code, type=exc.type, code=exc.code) from exc
+        except openai.APIError as exc:  # connection failures and timeouts
+            raise ModelError(exc.message) from exc
+        if not response.choices:
+            raise ModelError("the model returned no choices")
+        choice = response.choices[0].message
+        calls = [
+            ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments)
+            for call in choice.tool_calls or []
+            if call.type == "function"
+        ]
+        message: Message = {"role": "assistant", "content": choice.content or ""}
+        if calls:
+            message["tool_calls"] = [call.as_message_part() for call in calls]
+        usage = response.usage
+        counts = {
+            "prompt_tokens": usage.prompt_tokens if usage else 0,
+            "completion_tokens": usage.completion_tokens if usage else 0,
+            "total_tokens": usage.total_tokens if usage else 0,
+        }
+        return Reply(message=message, tool_calls=calls, usage=counts)

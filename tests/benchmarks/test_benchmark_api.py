@@ -1,0 +1,134 @@
+"""The benchmark seam: registry, clade-mini's task data, and prepare_repo."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from worker.benchmarks import (
+    BrokenTask,
+    Task,
+    UnknownBenchmark,
+    UnknownTask,
+    find_task,
+    get_benchmark,
+    known_benchmarks,
+    register_benchmark,
+    subset_tasks,
+)
+from worker.benchmarks.clade_mini import CladeMini
+from worker.benchmarks.gitops import git_ok, patch_paths
+
+
+def test_registry_builds_clade_mini() -> None:
+    assert "clade-mini" in known_benchmarks()
+    assert isinstance(get_benchmark("clade-mini"), CladeMini)
+
+
+def test_unknown_benchmark_lists_the_known_ones() -> None:
+    with pytest.raises(UnknownBenchmark, match=r"'nope'.*clade-mini") as caught:
+        get_benchmark("nope")
+    assert isinstance(caught.value, LookupError)
+
+
+def test_register_a_benchmark_with_options(tmp_path: Path) -> None:
+    register_benchmark("clade-mini-copy", lambda **options: CladeMini(**options))
+    benchmark = get_benchmark("clade-mini-copy", data_dir=CladeMini().data_dir)
+    assert len(benchmark.tasks()) == len(CladeMini().tasks())
+
+
+def test_clade_mini_tasks_and_subsets(clade_mini: CladeMini) -> None:
+    tasks = clade_mini.tasks()
+    ids = [task.instance_id for task in tasks]
+    assert len(tasks) >= 10
+    assert len(set(ids)) == len(ids)
+    subsets = clade_mini.subsets()
+    assert subsets["all"] == ids
+    assert subsets["mini-5"] == ids[:5]
+    assert [task.instance_id for task in subset_tasks(clade_mini, "mini-5")] == ids[:5]
+    assert len({task.repo for task in subset_tasks(clade_mini, "mini-5")}) == 4
+    with pytest.raises(UnknownTask):
+        subset_tasks(clade_mini, "mini-500")
+    with pytest.raises(UnknownTask):
+        find_task(clade_mini, "clade-mini__nope-1")
+
+
+@pytest.mark.parametrize("task", CladeMini().tasks(), ids=lambda task: task.instance_id)
+def test_task_data_is_well_formed(task: Task) -> None:
+    assert task.problem_statement.strip()
+    assert task.FAIL_TO_PASS
+    assert not set(task.FAIL_TO_PASS) & set(task.PASS_TO_PASS)
+    assert task.repo_path == "/clade/repo"
+    assert all(path.startswith("tests/") for path in patch_paths(task.test_patch))
+    assert not any(path.startswith("tests/") for path in patch_paths(task.patch))
+    # The statement does not give away the hidden tests.
+    assert not any(test.split("::")[-1] in task.problem_statement for test in task.FAIL_TO_PASS)
+
+
+def test_prepare_repo_is_the_base_state_without_hidden_tests(clade_mini: CladeMini, tmp_path: Path) -> None:
+    task = find_task(clade_mini, "clade-mini__ledger-2")
+    sha = clade_mini.prepare_repo(task, tmp_path / "repo")
+    assert sha == task.base_commit
+    repo = tmp_path / "repo"
+    assert git_ok(repo, "rev-list", "--count", "HEAD").strip() == "1"
+    assert git_ok(repo, "status", "--porcelain") == ""
+    sources = "".join(path.read_text() for path in repo.rglob("*.py"))
+    for test_id in task.FAIL_TO_PASS:
+        assert test_id.split("::")[-1] not in sources
+    with pytest.raises(FileExistsError):
+        clade_mini.prepare_repo(task, repo)
+
+
+def test_edited_repo_sources_are_caught(tmp_path: Path) -> None:
+    data = tmp_path / "clade_mini"
+    clade_mini_dir = CladeMini().data_dir
+    for name in ("suite.json", "tasks", ".repos"):
+        source = clade_mini_dir / name
+        if source.is_dir():
+            subprocess.run(["cp", "-r", str(source), str(data / name)], check=True)
+        else:
+            data.mkdir()
+            (data / name).write_text(source.read_text())
+    readme = data / ".repos" / "textkit" / "README.md"
+    readme.write_text(readme.read_text() + "\nOne more line.\n")
+    benchmark = CladeMini(data_dir=data)
+    with pytest.raises(BrokenTask, match="base commit"):
+        benchmark.prepare_repo(find_task(benchmark, "clade-mini__textkit-1"), tmp_path / "repo")
+
+
+@pytest.mark.parametrize("repo_name", sorted({task.repo for task in CladeMini().tasks()}))
+def test_each_repo_passes_its_own_tests_quickly(
+    clade_mini: CladeMini, repo_name: str, tmp_path: Path
+) -> None:
+    task = next(task for task in clade_mini.tasks() if task.repo == repo_name)
+    clade_mini.prepare_repo(task, tmp_path / "repo")
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=tmp_path / "repo",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout
+    assert time.monotonic() - started < 5
+
+
+def test_task_accepts_swebench_json_encoded_lists() -> None:
+    task = Task(
+        instance_id="owner__repo-1",
+        repo="owner/repo",
+        base_commit="0" * 40,
+        problem_statement="x",
+        patch="",
+        test_patch="",
+        FAIL_TO_PASS='["tests/test_a.py::test_a"]',
+        PASS_TO_PASS="[]",
+        test_command=["pytest"],
+    )
+    assert task.FAIL_TO_PASS == ["tests/test_a.py::test_a"]
+    assert task.PASS_TO_PASS == []

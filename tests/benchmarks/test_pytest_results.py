@@ -1,0 +1,185 @@
+"""The grader's reading of pytest outcomes, on tricky suites run by a real pytest.
+
+Outcomes come from the plugin's JSON (pytest's own reports), never from the log: a
+printed "PASSED" line, a module that fails to import, a test that is not there, and
+an exit code of 0 from a process that died early must all be judged correctly.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from worker.benchmarks import Task, TestStatus
+from worker.benchmarks.pytest_grading import (
+    GRADER_PYTEST_ARGS,
+    PLUGIN_MODULE,
+    PLUGIN_SOURCE,
+    RESULTS_FILE,
+    judge,
+    read_results,
+)
+
+TRICKY = """
+import pytest
+
+def test_prints_fake_pass_lines():
+    print("PASSED test_tricky.py::test_really_fails")
+    print("test_tricky.py::test_really_fails PASSED")
+    print("=========== short test summary info ===========")
+    print("PASSED test_tricky.py::test_really_fails")
+    assert False
+
+def test_really_fails():
+    assert 1 == 2
+
+def test_ok():
+    pass
+
+@pytest.fixture
+def broken_setup():
+    raise RuntimeError("setup broke")
+
+def test_setup_error(broken_setup):
+    pass
+
+@pytest.fixture
+def broken_teardown():
+    yield
+    raise RuntimeError("teardown broke")
+
+def test_passes_but_teardown_errors(broken_teardown):
+    pass
+
+@pytest.mark.skip(reason="not today")
+def test_skipped():
+    pass
+
+@pytest.mark.xfail(reason="known bug")
+def test_expected_failure():
+    assert False
+
+@pytest.mark.xfail(strict=True)
+def test_strict_unexpected_pass():
+    pass
+
+@pytest.mark.parametrize("value", ["a::b", "c d", "e/f"])
+def test_odd_ids(value):
+    assert value
+
+class TestGroup:
+    def test_method(self):
+        pass
+"""
+
+
+def run_pytest(repo: Path, results: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The grader's command, run on the host (what the sandbox would run)."""
+    results.mkdir(exist_ok=True)
+    shutil.copyfile(PLUGIN_SOURCE, results / f"{PLUGIN_MODULE}.py")
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(results),
+        "CLADE_RESULTS_FILE": str(results / RESULTS_FILE),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    command = [sys.executable, "-m", "pytest", "-rA", *args, *GRADER_PYTEST_ARGS]
+    return subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, check=False)
+
+
+def make_task(fail_to_pass: list[str], pass_to_pass: list[str]) -> Task:
+    return Task(
+        instance_id="tricky",
+        repo="tests/tricky",
+        base_commit="0" * 40,
+        problem_statement="",
+        patch="",
+        test_patch="",
+        FAIL_TO_PASS=fail_to_pass,
+        PASS_TO_PASS=pass_to_pass,
+        test_command=["python", "-m", "pytest"],
+    )
+
+
+def test_statuses_come_from_pytest_not_from_the_log(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "test_tricky.py").write_text(TRICKY)
+    (repo / "test_broken_import.py").write_text(
+        "import module_that_does_not_exist\n\ndef test_x():\n    pass\n"
+    )
+    proc = run_pytest(repo, tmp_path / "results", ".")
+    assert "PASSED test_tricky.py::test_really_fails" in proc.stdout  # the lie is in the log
+
+    statuses = read_results(tmp_path / "results" / RESULTS_FILE)
+    assert statuses == {
+        "test_tricky.py::test_prints_fake_pass_lines": TestStatus.FAILED,
+        "test_tricky.py::test_really_fails": TestStatus.FAILED,
+        "test_tricky.py::test_ok": TestStatus.PASSED,
+        "test_tricky.py::test_setup_error": TestStatus.ERROR,
+        "test_tricky.py::test_passes_but_teardown_errors": TestStatus.ERROR,
+        "test_tricky.py::test_skipped": TestStatus.SKIPPED,
+        "test_tricky.py::test_expected_failure": TestStatus.XFAIL,
+        "test_tricky.py::test_strict_unexpected_pass": TestStatus.FAILED,
+        "test_tricky.py::test_odd_ids[a::b]": TestStatus.PASSED,
+        "test_tricky.py::test_odd_ids[c d]": TestStatus.PASSED,
+        "test_tricky.py::test_odd_ids[e/f]": TestStatus.PASSED,
+        "test_tricky.py::TestGroup::test_method": TestStatus.PASSED,
+        "test_broken_import.py": TestStatus.ERROR,  # the collection error itself
+    }
+
+    report = judge(
+        make_task(
+            fail_to_pass=["test_tricky.py::test_really_fails", "test_broken_import.py::test_x"],
+            pass_to_pass=["test_tricky.py::test_ok", "test_tricky.py::test_expected_failure"],
+        ),
+        statuses,
+    )
+    assert not report.resolved
+    # A test in a module that failed to import never ran: missing, hence failed.
+    assert report.FAIL_TO_PASS.failure == [
+        "test_tricky.py::test_really_fails",
+        "test_broken_import.py::test_x",
+    ]
+    assert report.PASS_TO_PASS.success == ["test_tricky.py::test_ok", "test_tricky.py::test_expected_failure"]
+
+
+def test_every_listed_test_must_pass() -> None:
+    statuses = {"t.py::a": TestStatus.PASSED, "t.py::b": TestStatus.PASSED, "t.py::c": TestStatus.SKIPPED}
+    assert judge(make_task(["t.py::a"], ["t.py::b"]), statuses).resolved
+    skipped = judge(make_task(["t.py::a"], ["t.py::c"]), statuses)
+    assert not skipped.resolved
+    assert skipped.PASS_TO_PASS.failure == ["t.py::c"]
+    missing = judge(make_task(["t.py::a", "t.py::gone"], []), statuses)
+    assert not missing.resolved
+    assert missing.FAIL_TO_PASS.failure == ["t.py::gone"]
+
+
+def test_a_run_that_dies_early_has_no_results(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "test_exit.py").write_text(
+        "import os\n\ndef test_a():\n    pass\n\ndef test_b():\n    os._exit(0)\n"
+    )
+    proc = run_pytest(repo, tmp_path / "results", ".")
+    assert proc.returncode == 0  # the exit code says all is well ...
+    statuses = read_results(tmp_path / "results" / RESULTS_FILE)
+    assert statuses == {}  # ... but nothing was reported, so nothing passed
+    assert not judge(make_task(["test_exit.py::test_a"], []), statuses).resolved
+
+
+def test_unreadable_results_count_as_none(tmp_path: Path) -> None:
+    path = tmp_path / RESULTS_FILE
+    assert read_results(path) == {}
+    path.write_text('{"version": 1, "tests": {"t.py::a": "WON"}}')
+    assert read_results(path) == {}
+    path.write_text("not json")
+    assert read_results(path) == {}
+    secret = tmp_path / "host-secret.json"
+    secret.write_text('{"version": 1, "tests": {"t.py::a": "PASSED"}}')
+    path.unlink()
+    path.symlink_to(secret)  # a sandbox must not make the host read its own files
+    assert read_results(path) == {}

@@ -1,0 +1,149 @@
+"""The benchmark seam: task and grade records, and the protocol every benchmark implements.
+
+Tasks use the SWE-bench instance format (same field names), plus the fields Clade
+needs to run them: the test command and where the repository lives in the sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from sandbox.base import SandboxBackend
+
+DEFAULT_REPO_PATH = "/clade/repo"
+
+
+class BenchmarkError(RuntimeError):
+    """Root of the errors benchmarks raise."""
+
+
+class UnknownBenchmark(BenchmarkError, LookupError):
+    """No benchmark is registered under that name."""
+
+
+class UnknownTask(BenchmarkError, LookupError):
+    """The benchmark has no task with that instance id."""
+
+
+class BrokenTask(BenchmarkError):
+    """The task's own data is wrong (its test patch does not apply, its files are missing)."""
+
+
+class Task(BaseModel):
+    """One task, in SWE-bench instance format plus Clade's fields."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    instance_id: str
+    repo: str
+    base_commit: str
+    problem_statement: str
+    patch: str  # the gold patch; never shown to the agent
+    test_patch: str  # hidden tests, applied only when grading
+    FAIL_TO_PASS: list[str]
+    PASS_TO_PASS: list[str]
+    hints_text: str = ""
+    created_at: str = ""
+    version: str = ""
+    # Clade: argv run from `repo_path` in the grading sandbox (no shell).
+    test_command: list[str] = Field(min_length=1)
+    repo_path: str = DEFAULT_REPO_PATH
+
+    @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
+    @classmethod
+    def _decode_json_list(cls, value: object) -> object:
+        # SWE-bench datasets store these lists as JSON-encoded strings.
+        return json.loads(value) if isinstance(value, str) else value
+
+
+class TestStatus(StrEnum):
+    __test__ = False  # not a pytest test class, despite the name
+
+    PASSED = "PASSED"
+    FAILED = "FAILED"
+    ERROR = "ERROR"
+    SKIPPED = "SKIPPED"
+    XFAIL = "XFAIL"
+    MISSING = "MISSING"  # expected but never reported: it did not run, or did not exist
+
+    @property
+    def ok(self) -> bool:
+        # As in the SWE-bench harness, an expected failure counts as a pass.
+        return self in (TestStatus.PASSED, TestStatus.XFAIL)
+
+
+class TestGroupResult(BaseModel):
+    """Which tests of a group (FAIL_TO_PASS or PASS_TO_PASS) passed, as SWE-bench reports it."""
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    success: list[str] = Field(default_factory=list)
+    failure: list[str] = Field(default_factory=list)
+
+
+class GradeReport(BaseModel):
+    """The verdict on one diff for one task. Versioned: it is stored with the evaluation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = 1
+    instance_id: str
+    resolved: bool
+    patch_applied: bool
+    reason: str  # one line for people: why resolved or not
+    test_statuses: dict[str, TestStatus] = Field(default_factory=dict)
+    FAIL_TO_PASS: TestGroupResult = Field(default_factory=TestGroupResult)
+    PASS_TO_PASS: TestGroupResult = Field(default_factory=TestGroupResult)
+    tests_exit_code: int | None = None
+    tests_timed_out: bool = False
+    log_tail: str = ""
+    duration_s: float = 0.0
+
+
+class Benchmark(Protocol):
+    """A set of tasks: lists them, prepares a task's repository, grades a diff."""
+
+    @property
+    def name(self) -> str: ...
+
+    def tasks(self) -> list[Task]:
+        """Every task, in the benchmark's fixed order."""
+        ...
+
+    def subsets(self) -> dict[str, list[str]]:
+        """Named lists of instance ids (at least "all")."""
+        ...
+
+    def prepare_repo(self, task: Task, dest: Path) -> str:
+        """Write the task's repository at `dest` as a git work tree with one commit (the
+        base state, without the hidden tests); return that commit's sha."""
+        ...
+
+    def grade(
+        self, task: Task, diff: str, backend: SandboxBackend, image: str, timeout_s: float
+    ) -> GradeReport:
+        """Apply `diff` to a fresh copy of the repository, add the hidden tests and run them
+        in a fresh sandbox. A failed test is a verdict; a broken sandbox raises SandboxError."""
+        ...
+
+
+def find_task(benchmark: Benchmark, instance_id: str) -> Task:
+    for task in benchmark.tasks():
+        if task.instance_id == instance_id:
+            return task
+    raise UnknownTask(f"{benchmark.name} has no task {instance_id!r}")
+
+
+def subset_tasks(benchmark: Benchmark, subset: str) -> list[Task]:
+    """The tasks of a named subset, in the subset's order."""
+    subsets = benchmark.subsets()
+    if subset not in subsets:
+        known = ", ".join(sorted(subsets))
+        raise UnknownTask(f"{benchmark.name} has no subset {subset!r} (known: {known})")
+    by_id = {task.instance_id: task for task in benchmark.tasks()}
+    return [by_id[instance_id] for instance_id in subsets[subset]]

@@ -1,0 +1,8 @@
+"""calcpy: a tiny arithmetic expression language."""
+
+from calcpy.errors import CalcError, EvalError, ParseError
+from calcpy.evaluator import evaluate
+from calcpy.parser import parse
+from calcpy.tokens import tokenize
+
+__all__ = ["CalcError", "EvalError", "ParseError", "evaluate", "parse", "tokenize"]

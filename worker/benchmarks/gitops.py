@@ -1,0 +1,103 @@
+"""Git on the host, for benchmarks: make a task's repository, apply patches, reset files.
+
+Commands run with argument lists (no shell) and without the user's or the system's
+git configuration, so that a repository built from the same files gets the same
+commit sha on every machine.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import BaseModel
+
+# Fixed identity and dates: the base commit's sha depends only on the files.
+_GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_AUTHOR_NAME": "Clade",
+    "GIT_AUTHOR_EMAIL": "clade@localhost",
+    "GIT_COMMITTER_NAME": "Clade",
+    "GIT_COMMITTER_EMAIL": "clade@localhost",
+    "GIT_AUTHOR_DATE": "2025-01-01T00:00:00+0000",
+    "GIT_COMMITTER_DATE": "2025-01-01T00:00:00+0000",
+}
+_IGNORED = shutil.ignore_patterns(
+    ".git", "__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".benchmarks"
+)
+_DIFF_PATH = re.compile(r"^(?:---|\+\+\+) (?:a|b)/(.+?)\t?$", re.MULTILINE)
+
+
+class GitError(RuntimeError):
+    """A git command that must succeed failed."""
+
+
+class PatchResult(BaseModel):
+    applied: bool
+    error: str = ""
+
+
+def git(repo: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run git in `repo`; the caller checks the exit code (see `git_ok`)."""
+    return subprocess.run(
+        ["git", *args],
+        cwd=repo,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **_GIT_ENV},
+        check=False,
+    )
+
+
+def git_ok(repo: Path, *args: str, stdin: str | None = None) -> str:
+    result = git(repo, *args, stdin=stdin)
+    if result.returncode != 0:
+        raise GitError(f"git {' '.join(args)} failed in {repo}: {result.stderr.strip()}")
+    return result.stdout
+
+
+def make_repo(source: Path, dest: Path, message: str) -> str:
+    """Copy `source` to `dest` (new or empty) as a work tree with one commit; return its sha."""
+    if dest.exists() and any(dest.iterdir()):
+        raise FileExistsError(f"{dest} is not empty")
+    shutil.copytree(source, dest, ignore=_IGNORED, copy_function=shutil.copyfile, dirs_exist_ok=True)
+    git_ok(dest, "init", "--quiet", "--initial-branch=main")
+    git_ok(dest, "add", "--all")
+    git_ok(dest, "commit", "--quiet", "--no-verify", "--message", message)
+    return git_ok(dest, "rev-parse", "HEAD").strip()
+
+
+def apply_patch(repo: Path, patch: str) -> PatchResult:
+    """Apply a unified diff to the work tree, all or nothing. An empty patch applies."""
+    if not patch.strip():
+        return PatchResult(applied=True)
+    if not patch.endswith("\n"):
+        patch += "\n"  # git rejects a last hunk line without its newline as corrupt
+    result = git(repo, "apply", "--whitespace=nowarn", "-", stdin=patch)
+    if result.returncode != 0:
+        return PatchResult(applied=False, error=result.stderr.strip()[-2000:])
+    return PatchResult(applied=True)
+
+
+def patch_paths(patch: str) -> list[str]:
+    """Paths a unified diff touches (old and new names), in order of appearance."""
+    return list(dict.fromkeys(_DIFF_PATH.findall(patch)))
+
+
+def reset_paths(repo: Path, paths: Iterable[str]) -> None:
+    """Put files back as they are in HEAD; delete those that HEAD does not have.
+
+    Only git touches the work tree here: it never follows a symlink that a patch put in
+    place of a folder, so nothing outside `repo` can be changed through one.
+    """
+    for path in paths:
+        if git(repo, "cat-file", "-e", f"HEAD:{path}").returncode == 0:
+            git_ok(repo, "checkout", "HEAD", "--", path)
+        else:
+            git_ok(repo, "clean", "--force", "-d", "-x", "--quiet", "--", path)

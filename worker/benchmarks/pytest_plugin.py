@@ -1,0 +1,57 @@
+"""Pytest plugin that Clade's grader loads inside the grading sandbox.
+
+It records each test's outcome by node id from pytest's own reports and writes
+them as JSON to `$CLADE_RESULTS_FILE` when the session ends. Outcomes never come
+from the test output, so a test that prints "PASSED some_test" cannot fake one.
+The grader copies this file next to the results and loads it with `-p`; it
+imports nothing from Clade and must run on any pytest the task's image has.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pytest
+
+RESULTS_VERSION = 1
+# When one test yields several reports (call, then teardown), the worst one wins.
+_RANK = {"PASSED": 0, "XFAIL": 1, "SKIPPED": 2, "FAILED": 3, "ERROR": 4}
+_outcomes: dict[str, str] = {}
+
+
+def _record(nodeid: str, status: str) -> None:
+    previous = _outcomes.get(nodeid)
+    if previous is None or _RANK[status] > _RANK[previous]:
+        _outcomes[nodeid] = status
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    expected_failure = hasattr(report, "wasxfail")
+    if report.when == "call":
+        if report.passed:
+            _record(report.nodeid, "PASSED")  # includes a non-strict unexpected pass
+        elif report.skipped:
+            _record(report.nodeid, "XFAIL" if expected_failure else "SKIPPED")
+        else:
+            _record(report.nodeid, "FAILED")
+    elif report.failed:  # setup or teardown broke
+        _record(report.nodeid, "ERROR")
+    elif report.skipped:  # skip and xfail(run=False) marks act during setup
+        _record(report.nodeid, "XFAIL" if expected_failure else "SKIPPED")
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if report.failed:  # e.g. a test module that does not import
+        _record(report.nodeid, "ERROR")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    path = os.environ.get("CLADE_RESULTS_FILE")
+    if not path:
+        return
+    data = {"version": RESULTS_VERSION, "exit_status": int(exitstatus), "tests": _outcomes}
+    with open(path, "w", encoding="utf-8") as out:
+        json.dump(data, out)
