@@ -33,6 +33,7 @@ def make_worker_app(settings: Settings, owner: str) -> Celery:
 
 
 def run_worker(settings: Settings, *, concurrency: int, name: str | None = None) -> None:
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s: %(levelname)s/%(name)s] %(message)s")
     owner = f"worker-{name or socket.gethostname()}"
     removed = get_backend(settings.sandbox_backend, owner=owner).remove_orphans(owner)
     if removed:

@@ -42,11 +42,13 @@ class Workspace:
         if parent is not None:
             parent.mkdir(parents=True, exist_ok=True)
         self.root = Path(tempfile.mkdtemp(prefix="clade-ws-", dir=parent))
-        self.agent, self.repo, self.task, self.out, self.llm = (
-            self.root / name for name in ("agent", "repo", "task", "out", "llm")
+        self.agent, self.repo, self.task, self.out = (
+            self.root / name for name in ("agent", "repo", "task", "out")
         )
-        for folder in (self.agent, self.repo, self.task, self.out, self.llm):
+        for folder in (self.agent, self.repo, self.task, self.out):
             folder.mkdir()
+        # A unix socket path must fit in 108 bytes, whatever the data directory: keep it short.
+        self.llm = Path(tempfile.mkdtemp(prefix="clade-llm-", dir="/tmp"))
         self._private_git = self.root / "host.git"
 
     def __enter__(self) -> Workspace:
@@ -59,6 +61,7 @@ class Workspace:
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+        shutil.rmtree(self.llm, ignore_errors=True)
 
     def unpack_agent(self, tar_bytes: bytes) -> None:
         unpack(tar_bytes, self.agent)

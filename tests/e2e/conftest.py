@@ -1,0 +1,120 @@
+"""A whole Clade on one machine: Redis broker, service with its driver, real Celery workers,
+Docker sandboxes, and the scripted model (the stand-in for a remote LLM)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests.servers import ServiceProcess, free_port, service_env, start_service
+from worker.benchmarks.registry import get_benchmark
+from worker.curriculum import Curriculum, build_script
+from worker.llm.scripted import ScriptedServer
+
+REDIS_URL = os.environ.get("CLADE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+SEED_AGENT = Path(__file__).resolve().parents[2] / "seed_agent"
+
+
+@dataclass
+class Cluster:
+    service: ServiceProcess
+    broker_url: str
+    llm_url: str
+    root: Path
+    workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def start_worker(self, name: str = "e2e") -> subprocess.Popen[bytes]:
+        """A worker as on another machine: its own data dir; only URLs and the worker token."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CLADE_")}
+        env |= {
+            "CLADE_DATA_DIR": str(self.root / f"worker-{name}-{len(self.workers)}"),
+            "CLADE_BROKER_URL": self.broker_url,
+            "CLADE_SERVICE_URL": self.service.url,
+            "CLADE_WORKER_TOKEN": self.service.secrets["worker_token"],
+            "CLADE_LLM_BASE_URL": self.llm_url,
+            "CLADE_LLM_API_KEY": "sk-e2e-upstream-key",
+            "CLADE_BROKER_VISIBILITY_TIMEOUT_S": self.service.env["CLADE_BROKER_VISIBILITY_TIMEOUT_S"],
+        }
+        log = (self.root / f"worker-{name}-{len(self.workers)}.log").open("wb")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "service.cli.main", "worker", "--concurrency", "2", "--name", name],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.workers.append(process)
+        return process
+
+    def kill_worker(self, process: subprocess.Popen[bytes]) -> None:
+        """SIGKILL the worker and its pool processes, as a machine failure would."""
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+    def worker_logs(self) -> str:
+        return "\n".join(
+            p.read_text(errors="replace")[-4000:] for p in sorted(self.root.glob("worker-*.log"))
+        )
+
+
+@pytest.fixture
+def cluster_factory(tmp_path: Path) -> Iterator[object]:
+    started: list[Cluster] = []
+    servers: list[ScriptedServer] = []
+
+    def make(curriculum: Curriculum, *, visibility_timeout_s: int = 7200, redis_db: int = 1) -> Cluster:
+        client = redis.Redis.from_url(REDIS_URL.rsplit("/", 1)[0] + f"/{redis_db}")
+        client.flushdb()
+        broker = REDIS_URL.rsplit("/", 1)[0] + f"/{redis_db}"
+        server = ScriptedServer(
+            build_script(get_benchmark("clade-mini").tasks(), curriculum), api_key="sk-e2e-upstream-key"
+        )
+        server.__enter__()
+        servers.append(server)
+        env = service_env(
+            tmp_path / "service",
+            f"sqlite:///{tmp_path / 'clade.db'}",
+            free_port(),
+            CLADE_BROKER_URL=broker,
+            CLADE_RUN_DRIVER_ENABLED="true",
+            CLADE_DRIVER_INTERVAL_S="0.5",
+            CLADE_BROKER_VISIBILITY_TIMEOUT_S=str(visibility_timeout_s),
+        )
+        cluster = Cluster(
+            service=start_service(env), broker_url=broker, llm_url=server.base_url, root=tmp_path
+        )
+        started.append(cluster)
+        return cluster
+
+    yield make
+    for cluster in started:
+        for process in cluster.workers:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+        cluster.service.stop()
+    for server in servers:
+        server.__exit__(None, None, None)
+
+
+def wait_for(predicate, timeout_s: float, what: str, cluster: Cluster | None = None):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.5)
+    logs = cluster.worker_logs() if cluster else ""
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}\n{logs}")

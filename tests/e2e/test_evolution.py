@@ -1,0 +1,139 @@
+"""End to end: a run of several generations, exactly as the scripted model dictates,
+and a worker killed with SIGKILL mid-task whose step still completes exactly once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import docker
+from sqlalchemy import create_engine, select
+from sqlalchemy.orm import Session
+
+from service.db.models import Agent, Step
+from tests.conftest import tar_of
+from tests.e2e.conftest import SEED_AGENT, Cluster, wait_for
+from worker.curriculum import Curriculum
+
+A, B, C, D, E, F = (
+    "clade-mini__textkit-1",
+    "clade-mini__spanlib-1",
+    "clade-mini__ledger-1",
+    "clade-mini__calcpy-1",
+    "clade-mini__textkit-2",
+    "clade-mini__spanlib-2",
+)
+CURRICULUM = Curriculum(seed=[A], gen1=[B, D], gen2=[C, E])
+FAST_LIMITS = {
+    "solve_timeout_s": 60,
+    "improve_timeout_s": 60,
+    "test_timeout_s": 60,
+    "overhead_s": 30,
+    "max_agent_steps": 6,
+}
+
+
+def start_run(cluster: Cluster, **overrides: Any) -> tuple[str, str]:
+    with cluster.service.admin as client:
+        seed = client.post("/api/seeds", files={"file": ("seed.tgz", tar_of(SEED_AGENT))}).json()["id"]
+        config = {
+            "name": "e2e",
+            "seed_agent": seed,
+            "benchmark": {"name": "clade-mini"},
+            "stages": [{"tasks": [A, B, C], "threshold": 0.3}, {"tasks": [A, B, C, D, E, F]}],
+            "selection": {"strategy": "best"},
+            "budget": {"max_children": 3},
+            "limits": FAST_LIMITS,
+            "parallelism": 1,
+        } | overrides
+        response = client.post("/api/runs", json=config)
+        assert response.status_code == 201, response.text
+        return seed, response.json()["id"]
+
+
+def run_state(cluster: Cluster, run_id: str) -> dict[str, Any]:
+    with cluster.service.anonymous as reader:
+        return dict(reader.get(f"/api/runs/{run_id}").json())
+
+
+def test_generations_follow_the_script(cluster_factory: Callable[..., Cluster]) -> None:
+    cluster = cluster_factory(CURRICULUM, redis_db=1)
+    cluster.start_worker("e2e")
+    seed, run_id = start_run(cluster)
+    wait_for(lambda: run_state(cluster, run_id)["status"] == "completed", 900, "the run to complete", cluster)
+
+    with cluster.service.anonymous as reader:
+        run = reader.get(f"/api/runs/{run_id}").json()
+        nodes = {n["id"]: n for n in reader.get(f"/api/runs/{run_id}/lineage").json()["nodes"]}
+        details = {agent_id: reader.get(f"/api/agents/{agent_id}").json() for agent_id in nodes}
+    assert run["stop_reason"] == "budget: max_children reached (3)"
+    by_step = {n["step"]: n for n in nodes.values()}
+    assert sorted(by_step) == [0, 1, 2, 3]
+    gen0, gen1, gen2, broken = (by_step[i] for i in range(4))
+    # The lineage is a chain: `best` picks the newest, best-scoring child each time.
+    assert gen0["id"] == seed and gen0["parent_id"] is None
+    assert gen1["parent_id"] == seed and gen2["parent_id"] == gen1["id"] and broken["parent_id"] == gen2["id"]
+
+    def resolved(agent_id: str) -> set[str]:
+        runs = details[agent_id]["runs"]
+        return {e["task_id"] for e in runs[0]["evaluations"] if e["resolved"]}
+
+    assert resolved(gen0["id"]) == {A}
+    assert resolved(gen1["id"]) == {A, B, D}
+    assert resolved(gen2["id"]) == {A, B, C, D, E}
+    assert [gen0["score"], gen1["score"], gen2["score"]] == [1 / 6, 3 / 6, 5 / 6]
+    assert [gen0["status"], gen1["status"], gen2["status"]] == ["admitted"] * 3
+
+    stages = {n: details[by_step[n]["id"]]["runs"][0]["stages"] for n in range(3)}
+    assert [(s["resolved"], s["total"], s["passed"]) for s in stages[0]] == [(1, 3, True), (1, 6, True)]
+    assert [(s["resolved"], s["total"]) for s in stages[1]] == [(2, 3), (3, 6)]
+    assert [(s["resolved"], s["total"]) for s in stages[2]] == [(3, 3), (5, 6)]
+
+    # The third child broke its own code: archived, never a parent, rejected with the reason.
+    assert broken["status"] == "rejected"
+    assert "compile" in broken["reason"] and "exited with" in broken["reason"]
+    assert details[broken["id"]]["runs"][0]["evaluations"] == []
+
+    with cluster.service.anonymous as reader:
+        diff = reader.get(f"/api/agents/{gen2['id']}/diff").text
+    assert "+- RULE-2:" in diff and "agent/prompts/system.md" in diff
+    diagnosis = details[gen1["id"]]["runs"][0]["diagnosis"]
+    assert diagnosis.startswith("Teach the agent a working rule")
+    assert run["progress"]["usd"] > 0 and run["progress"]["tokens"] > 0
+    assert details[gen1["id"]]["runs"][0]["usd"] > 0  # what its improvement cost
+
+
+def test_worker_killed_mid_task_completes_the_step_once(cluster_factory: Callable[..., Cluster]) -> None:
+    # The broker hands an unacknowledged task to another worker after its visibility timeout.
+    cluster = cluster_factory(CURRICULUM, visibility_timeout_s=40, redis_db=2)
+    first = cluster.start_worker("crash")
+    limits = FAST_LIMITS | {
+        "solve_timeout_s": 10,
+        "improve_timeout_s": 10,
+        "test_timeout_s": 10,
+        "overhead_s": 5,
+    }
+    seed, run_id = start_run(
+        cluster, budget={"max_children": 1}, stages=[{"tasks": [A], "threshold": 0.0}], limits=limits
+    )
+    engine = create_engine(cluster.service.env["CLADE_DATABASE_URL"])
+    engine_docker = docker.from_env()
+
+    def improving_container() -> bool:
+        running = engine_docker.containers.list(filters={"label": "dev.clade.step"})
+        return bool(running)
+
+    wait_for(improving_container, 300, "the improvement sandbox to start", cluster)
+    cluster.kill_worker(first)
+    with Session(engine) as session:
+        assert session.scalars(select(Step)).one().child_id is None  # killed before the child existed
+    cluster.start_worker("crash")  # the same machine coming back: it removes its orphans first
+    wait_for(lambda: run_state(cluster, run_id)["status"] == "completed", 600, "the run to complete", cluster)
+    with Session(engine) as session:
+        step = session.scalars(select(Step)).one()
+        children = session.scalars(select(Agent).where(Agent.parent_id == seed)).all()
+    assert step.status == "admitted" and step.child_id is not None
+    assert [child.id for child in children] == [step.child_id]
+    assert engine_docker.containers.list(all=True, filters={"label": "dev.clade.owner=worker-crash"}) == []
+    engine.dispose()
+    assert "removed 1 sandboxes a previous worker left behind" in cluster.worker_logs()
