@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     price_table_path: Path | None = None
     sandbox_backend: str = "docker"
+    # Where workers put each sandbox's LLM socket: a unix socket path must stay under 108 bytes,
+    # and the Docker engine must see the same path (mount it when the worker runs in a container).
+    socket_dir: Path = Path("/tmp")
     image_cache_dir: Path | None = None  # rootfs and wheels for images; default ~/.cache/clade/images
 
     @property

@@ -73,7 +73,7 @@ class AgentOutcome:
 
 def run_agent(ctx: WorkerContext, run: AgentRun) -> AgentOutcome:
     started = time.monotonic()
-    with Workspace(ctx.work_dir) as ws:
+    with Workspace(ctx.work_dir, ctx.settings.socket_dir) as ws:
         ws.unpack_agent(run.agent_code)
         run.prepare_repo(ws.repo)
         ws.write_statement(run.statement)

@@ -38,7 +38,7 @@ GIT_IDENTITY = {
 class Workspace:
     """`agent/`, `repo/`, `task/`, `out/` and `llm/` for one run; removed on exit."""
 
-    def __init__(self, parent: Path | None = None) -> None:
+    def __init__(self, parent: Path | None = None, socket_parent: Path = Path("/tmp")) -> None:
         if parent is not None:
             parent.mkdir(parents=True, exist_ok=True)
         self.root = Path(tempfile.mkdtemp(prefix="clade-ws-", dir=parent))
@@ -48,7 +48,8 @@ class Workspace:
         for folder in (self.agent, self.repo, self.task, self.out):
             folder.mkdir()
         # A unix socket path must fit in 108 bytes, whatever the data directory: keep it short.
-        self.llm = Path(tempfile.mkdtemp(prefix="clade-llm-", dir="/tmp"))
+        socket_parent.mkdir(parents=True, exist_ok=True)
+        self.llm = Path(tempfile.mkdtemp(prefix="clade-llm-", dir=socket_parent))
         self._private_git = self.root / "host.git"
 
     def __enter__(self) -> Workspace:
