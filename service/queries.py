@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -236,10 +234,3 @@ def _agent_in_run(session: Session, member: RunAgent) -> AgentInRun:
         usd=float(usd),
         tokens=int(tokens),
     )
-
-
-def stage_scores_by_agent(session: Session, *, run_id: str) -> dict[str, list[StageScore]]:
-    grouped: dict[str, list[StageScore]] = defaultdict(list)
-    for score in session.scalars(select(StageScore).where(StageScore.run_id == run_id)):
-        grouped[score.agent_id].append(score)
-    return grouped

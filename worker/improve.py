@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from service.api.schemas import ChildSubmission, StepFailure
 from service.archive.errors import InvalidAgentError
 from service.jobs import ImproveJob
@@ -31,10 +33,7 @@ def improve(ctx: WorkerContext, job: ImproveJob) -> str:
     except InvalidAgentError as exc:
         return _reject(ctx, job, f"the improver cannot start: {exc}", diagnosis.text, diagnosis.calls)
 
-    def prepare(dest: object) -> None:
-        from pathlib import Path
-
-        assert isinstance(dest, Path)
+    def prepare(dest: Path) -> None:
         unpack(parent_code, dest)
         init_repo(dest, f"agent {job.parent_id[:12]}")
 

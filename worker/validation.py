@@ -17,7 +17,7 @@ from service.archive.errors import InvalidAgentError, PatchError
 from service.archive.manifest import MANIFEST_FILE, parse_manifest
 from service.config import LimitsConfig
 from worker.context import WorkerContext
-from worker.workspace import GIT_SAFE, _chown_tree, init_repo, unpack
+from worker.workspace import GIT_SAFE, give_to_sandbox_user, init_repo, unpack
 
 TAIL = 2_000
 
@@ -43,11 +43,10 @@ def validate_child(ctx: WorkerContext, parent_code: bytes, patch: str, limits: L
             manifest = parse_manifest(manifest_path.read_bytes() if manifest_path.is_file() else None)
         except InvalidAgentError as exc:
             return f"the child does not start: {exc}"
-        _chown_tree(code)
+        give_to_sandbox_user(code)
         commands = [("compile", "python -m compileall -q /clade/agent")]
-        for name in ("check", "test"):
-            command = getattr(manifest, name, None)
-            if isinstance(command, str) and command.strip():
+        for name, command in (("check", manifest.check), ("test", manifest.test)):
+            if command and command.strip():
                 commands.append((name, command))
         spec = SandboxSpec(
             image=ctx.images.for_agent(manifest.requirements),

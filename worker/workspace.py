@@ -81,7 +81,7 @@ class Workspace:
         for folder in (self.agent, self.task, self.llm):
             _chmod_tree(folder, 0o755, 0o644)
         for folder in (self.repo, self.out):
-            _chown_tree(folder)
+            give_to_sandbox_user(folder)
 
     def diff(self, max_bytes: int) -> str:
         """Every change under `repo/` against its base commit (new files included), as a patch."""
@@ -158,7 +158,7 @@ def _chmod_tree(folder: Path, dir_mode: int, file_mode: int) -> None:
         del dirnames  # walked by os.walk
 
 
-def _chown_tree(folder: Path) -> None:
+def give_to_sandbox_user(folder: Path) -> None:
     """The sandbox user (uid 1000) must write here; as non-root we can only open it to everyone."""
     can_chown = os.geteuid() == 0
     for dirpath, _dirnames, filenames in os.walk(folder):

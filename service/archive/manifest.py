@@ -18,6 +18,9 @@ class AgentManifest(BaseModel):
     name: str | None = None
     description: str | None = None
     requirements: list[str] = Field(default_factory=list)
+    # Optional commands run when a child is validated (from the agent's root, no model).
+    check: str | None = None  # a quick start-up self-test
+    test: str | None = None  # the agent's own tests
 
 
 def parse_manifest(text: bytes | None) -> AgentManifest:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from service.cli.client import CliError
 from service.cli.context import CliContext
 from service.cli.output import fmt_score, fmt_usd, reported_errors, short
 
@@ -63,8 +64,6 @@ def export(
     cli: CliContext = ctx.obj
     with reported_errors():
         if fmt not in FORMATS:
-            from service.cli.client import CliError
-
             raise CliError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
         data = cli.client().download(f"/api/agents/{agent_id}/{FORMATS[fmt]}")
         out.write_bytes(data)

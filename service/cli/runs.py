@@ -11,6 +11,7 @@ import typer
 import yaml
 from rich.table import Table
 
+from service.cli.client import CliError
 from service.cli.context import CliContext
 from service.cli.output import RUN_COLUMNS, fmt_score, reported_errors, run_row, short
 
@@ -34,8 +35,6 @@ def start(
 
 
 def _read_config(path: Path) -> Any:
-    from service.cli.client import CliError
-
     if not path.is_file():
         raise CliError(f"{path}: no such file")
     try:

@@ -181,3 +181,52 @@ def test_exports(service: ServiceProcess, seed_id: str, tmp_path: Path) -> None:
         assert top.status_code == 200  # nothing is admitted until the loop scores agents
         with tarfile.open(fileobj=io.BytesIO(top.content), mode="r:gz") as tar:
             assert tar.getnames() == []
+
+
+def test_evaluation_result_delivered_twice_is_recorded_once(service: ServiceProcess, seed_id: str) -> None:
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import Session
+
+    from service.db.models import Evaluation
+
+    url = service.env["CLADE_DATABASE_URL"]
+    run_id = start_run(service, seed_id)
+    engine = create_engine(url)
+    with Session(engine) as session:
+        session.add(
+            Evaluation(
+                id="e1",
+                run_id=run_id,
+                agent_id=seed_id,
+                task_id="clade-mini__textkit-1",
+                stage=0,
+                status="pending",
+            )
+        )
+        session.commit()
+    engine.dispose()
+    body = {
+        "result": {"resolved": True, "diff": "--- a/x\n+++ b/x\n", "durations": {"total_s": 3.5}},
+        "usage": [
+            {
+                "purpose": "solve",
+                "model": "scripted",
+                "prompt_tokens": 7,
+                "completion_tokens": 3,
+                "cost_usd": 0.002,
+            }
+        ],
+    }
+    with service.worker as worker:
+        first = worker.post("/api/worker/evaluations/e1/result", json=body)
+        assert first.status_code == 200 and first.json()["resolved"] is True
+        counts = row_counts(url)
+        again = worker.post("/api/worker/evaluations/e1/result", json=body | {"result": {"resolved": False}})
+        assert again.json()["resolved"] is True
+        assert row_counts(url) == counts
+        bad = worker.post("/api/worker/evaluations/e1/result", json={"result": {"resolved": "maybe"}})
+        assert bad.status_code == 422
+    with service.anonymous as reader:
+        detail = reader.get(f"/api/agents/{seed_id}/evaluations/e1").json()
+        assert detail["result"]["durations"]["total_s"] == 3.5 and detail["prompt_tokens"] == 7
+        assert reader.get(f"/api/runs/{run_id}").json()["progress"]["usd"] == 0.002

@@ -63,6 +63,9 @@ def test_create_show_and_list_runs(service: ServiceProcess, seed_id: str) -> Non
         ({"stages": [{"tasks": ["clade-mini__textkit-1", "nope"]}]}, ["body", "stages", 0, "tasks"]),
         ({"stages": [{"subset": "all"}, {"subset": "mini-500"}]}, ["body", "stages", 1, "subset"]),
         ({"benchmark": {"name": "no-such-bench"}}, ["body", "benchmark", "name"]),
+        ({"selection": {"strategy": "roulette"}}, ["body", "selection", "strategy"]),
+        ({"selection": {"strategy": "hgm", "params": {"alpah": 2}}}, ["body", "selection", "params"]),
+        ({"limits": {"solve_timeout_s": 7200}}, ["body", "limits"]),
     ],
 )
 def test_invalid_config_is_422_with_field_path_and_writes_nothing(

@@ -1,0 +1,245 @@
+"""The run driver against a real database and git archive, with workers played by the test.
+
+The dispatcher here is an in-memory outbox (the real one is Celery, exercised end to
+end in tests/e2e); the test answers each job as a worker would, through the same
+service functions the worker endpoints call.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.archive.git_store import GitStore
+from service.archive.store import Archive
+from service.config import RunConfig
+from service.db.engine import make_engine, make_session_factory
+from service.db.migrate import upgrade
+from service.db.models import Evaluation, Run, RunAgent, StageScore, Step
+from service.driver.catalog import BenchmarkCatalog
+from service.driver.loop import MAX_DISPATCHES, RunDriver
+from service.jobs import EvaluateJob, ImproveJob
+from service.records import EvaluationResult, EvaluationSubmission, UsageRecord
+from service.results import record_evaluation
+from service.runs import change_state, create_run
+from tests.conftest import write_agent
+from tests.service.test_git_store import make_patch
+
+T = [f"clade-mini__{name}" for name in ("textkit-1", "spanlib-1", "ledger-1", "calcpy-1")]
+
+
+class RecordingDispatcher:
+    """Keeps the jobs the driver sends, for the test to answer."""
+
+    def __init__(self) -> None:
+        self.sent_improve: list[ImproveJob] = []
+        self.sent_evaluate: list[EvaluateJob] = []
+
+    def improve(self, job: ImproveJob) -> None:
+        self.sent_improve.append(job)
+
+    def evaluate(self, job: EvaluateJob) -> None:
+        self.sent_evaluate.append(job)
+
+    def take(self) -> tuple[list[ImproveJob], list[EvaluateJob]]:
+        improve, evaluate = self.sent_improve, self.sent_evaluate
+        self.sent_improve, self.sent_evaluate = [], []
+        return improve, evaluate
+
+
+class World:
+    def __init__(self, root: Path) -> None:
+        url = f"sqlite:///{root / 'clade.db'}"
+        upgrade(url)
+        self.sessions: sessionmaker[Session] = make_session_factory(make_engine(url))
+        self.archive = Archive(
+            git=GitStore(root / "archive.git"), sessions=self.sessions, max_patch_bytes=10**6
+        )
+        self.seed = self.archive.import_seed_folder(write_agent(root / "seed", {"x.txt": "0\n"})).id
+        self.outbox = RecordingDispatcher()
+        self.driver = RunDriver(sessions=self.sessions, dispatcher=self.outbox, interval_s=0.1)
+        self.catalog = BenchmarkCatalog()
+        self.version = 0
+
+    def start(self, **overrides: Any) -> str:
+        config = RunConfig.model_validate(
+            {
+                "seed_agent": self.seed,
+                "stages": [{"tasks": T[:2], "threshold": 0.5}, {"tasks": T}],
+                "selection": {"strategy": "best"},
+                "budget": {"max_children": 2},
+                "parallelism": 1,
+            }
+            | overrides
+        )
+        with self.sessions.begin() as session:
+            return create_run(session, config=config, stage_tasks=self.catalog.plan_stages(config)).id
+
+    def answer(self, job: EvaluateJob, resolved: bool, usd: float = 0.0) -> None:
+        usage = [UsageRecord(purpose="solve", model="m", prompt_tokens=10, completion_tokens=5, cost_usd=usd)]
+        with self.sessions.begin() as session:
+            record_evaluation(
+                session,
+                evaluation_id=job.evaluation_id,
+                submission=EvaluationSubmission(result=EvaluationResult(resolved=resolved), usage=usage),
+            )
+
+    def make_child(self, job: ImproveJob) -> str:
+        self.version += 1
+        old = self.archive.git.read_file(job.parent_id, "x.txt") or b""
+        patch = make_patch(old.decode(), f"{self.version}\n", path="x.txt")
+        return self.archive.create_child(step_id=job.step_id, patch=patch).id
+
+    def member(self, run_id: str, agent_id: str) -> RunAgent:
+        with self.sessions() as session:
+            member = session.get(RunAgent, (run_id, agent_id))
+            assert member is not None
+            return member
+
+    def run(self, run_id: str) -> Run:
+        with self.sessions() as session:
+            run = session.get(Run, run_id)
+            assert run is not None
+            return run
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    return World(tmp_path)
+
+
+def test_stages_admission_and_completion(world: World) -> None:
+    run_id = world.start()
+    world.driver.tick()
+    improve, evaluate = world.outbox.take()
+    assert improve == [] and sorted(j.task_id for j in evaluate) == sorted(T[:2])  # the seed's stage 1 first
+    for job in evaluate:
+        world.answer(job, resolved=job.task_id == T[0])
+    world.driver.tick()
+    improve, evaluate = world.outbox.take()
+    # 1/2 meets the 0.5 threshold: stage 2 evaluates only the tasks not yet run.
+    assert sorted(j.task_id for j in evaluate) == sorted(T[2:]) and improve == []
+    for job in evaluate:
+        world.answer(job, resolved=False)
+    world.driver.tick()
+    seed = world.member(run_id, world.seed)
+    assert (seed.status, seed.score) == ("admitted", 0.25)
+    improve, evaluate = world.outbox.take()
+    assert len(improve) == 1 and improve[0].parent_id == world.seed and improve[0].improver_id == world.seed
+
+    child = world.make_child(improve[0])
+    world.driver.tick()
+    _, evaluate = world.outbox.take()
+    for job in evaluate:
+        world.answer(job, resolved=False)  # 0/2 on stage 1: below the threshold
+    world.driver.tick()
+    rejected = world.member(run_id, child)
+    assert rejected.status == "rejected"
+    assert rejected.reason == "stage 1: 0/2 resolved, below the threshold 0.5"
+    with world.sessions() as session:
+        assert session.scalars(select(Step).where(Step.child_id == child)).one().status == "rejected"
+        scores = session.scalars(select(StageScore).where(StageScore.agent_id == child)).all()
+        assert [(s.stage, s.resolved, s.total, s.passed) for s in scores] == [(0, 0, 2, False)]
+
+    improve, _ = world.outbox.take()
+    assert [j.parent_id for j in improve] == [world.seed]  # a rejected child is never a parent
+    second = world.make_child(improve[0])
+    world.driver.tick()
+    _, evaluate = world.outbox.take()
+    for job in evaluate:
+        world.answer(job, resolved=True)
+    world.driver.tick()
+    _, evaluate = world.outbox.take()
+    for job in evaluate:
+        world.answer(job, resolved=True)
+    world.driver.tick()
+    assert world.member(run_id, second).score == 1.0
+    run = world.run(run_id)
+    assert (run.status, run.stop_reason) == ("completed", "budget: max_children reached (2)")
+
+
+def test_parallelism_and_a_restarted_driver(world: World) -> None:
+    world.start(parallelism=3, budget={"max_children": 5}, stages=[{"tasks": T[:1]}])
+    world.driver.tick()
+    _, evaluate = world.outbox.take()
+    world.answer(evaluate[0], resolved=True)
+    world.driver.tick()
+    improve, _ = world.outbox.take()
+    assert len(improve) == 3  # parallelism steps in flight
+    # A new driver (the service restarted) sees the same state and sends nothing twice.
+    restarted = RunDriver(sessions=world.sessions, dispatcher=world.outbox, interval_s=0.1)
+    restarted.tick()
+    assert world.outbox.take() == ([], [])
+    world.make_child(improve[0])
+    restarted.tick()
+    improve_more, evaluate = world.outbox.take()
+    assert improve_more == [] and len(evaluate) == 1  # the slot is still taken while the child is scored
+    world.answer(evaluate[0], resolved=False)
+    restarted.tick()
+    improve_more, _ = world.outbox.take()
+    assert len(improve_more) == 1
+    with world.sessions() as session:
+        assert [s.number for s in session.scalars(select(Step).order_by(Step.number))] == [1, 2, 3, 4]
+
+
+def test_pause_resume_cancel(world: World) -> None:
+    run_id = world.start(stages=[{"tasks": T[:1]}])
+    with world.sessions.begin() as session:
+        change_state(session, run_id=run_id, action="pause")
+    world.driver.tick()
+    assert world.outbox.take() == ([], [])  # a paused run gets no new work
+    with world.sessions.begin() as session:
+        change_state(session, run_id=run_id, action="resume")
+    world.driver.tick()
+    _, evaluate = world.outbox.take()
+    world.answer(evaluate[0], resolved=True)
+    world.driver.tick()
+    improve, _ = world.outbox.take()
+    with world.sessions.begin() as session:
+        change_state(session, run_id=run_id, action="cancel")
+    with world.sessions() as session:
+        step = session.scalars(select(Step)).one()
+        assert (step.status, step.reason) == ("cancelled", "cancel requested")
+    with pytest.raises(Exception, match="cancelled"):
+        world.make_child(improve[0])  # a late worker gets a conflict, and nothing is written
+    world.driver.tick()
+    assert world.outbox.take() == ([], [])
+
+
+def test_money_budget_stops_the_run_with_the_reason(world: World) -> None:
+    run_id = world.start(budget={"max_children": 10, "max_usd": 0.5}, stages=[{"tasks": T[:2]}])
+    world.driver.tick()
+    _, evaluate = world.outbox.take()
+    assert evaluate[0].run_remaining_usd == 0.5
+    world.answer(evaluate[0], resolved=True, usd=0.6)
+    world.driver.tick()
+    run = world.run(run_id)
+    assert run.status == "completed"
+    assert run.stop_reason == "budget: max_usd reached ($0.6000 of $0.5000)"
+    with world.sessions() as session:
+        statuses = {e.task_id: e.status for e in session.scalars(select(Evaluation))}
+    assert statuses == {T[0]: "done", T[1]: "cancelled"}
+    assert world.member(run_id, world.seed).status == "rejected"
+
+
+def test_lost_jobs_are_sent_again_then_given_up(world: World) -> None:
+    world.start(stages=[{"tasks": T[:1]}])
+    world.driver.tick()
+    _, first = world.outbox.take()
+    for attempt in range(2, MAX_DISPATCHES + 2):
+        with world.sessions.begin() as session:
+            evaluation = session.scalars(select(Evaluation)).one()
+            evaluation.dispatched_at = datetime.now(UTC) - timedelta(days=1)
+        world.driver.tick()
+        _, again = world.outbox.take()
+        if attempt <= MAX_DISPATCHES:
+            assert [j.evaluation_id for j in again] == [first[0].evaluation_id]
+    with world.sessions() as session:
+        evaluation = session.scalars(select(Evaluation)).one()
+    assert (evaluation.status, evaluation.resolved) == ("done", False)
+    assert "no worker answered" in str(evaluation.result)
