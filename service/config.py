@@ -23,10 +23,15 @@ class BenchmarkConfig(StrictModel):
 
 
 class StageConfig(StrictModel):
-    """An ordered task subset; the run only goes on to the next stage at `threshold`."""
+    """An ordered task subset; the run only goes on to the next stage at `threshold`.
+
+    `sample: N` draws N tasks at random (with the run's `rng_seed`) from the stage's
+    tasks or subset; the drawn ids are recorded with the run.
+    """
 
     tasks: list[Annotated[str, Field(min_length=1)]] | None = None
     subset: str | None = None
+    sample: int | None = Field(default=None, ge=1)
     threshold: float = Field(default=0.0, ge=0.0, le=1.0)
 
     @model_validator(mode="after")
@@ -65,9 +70,12 @@ class ModelsConfig(StrictModel):
 
 
 class BudgetConfig(StrictModel):
-    """Hard stops for the run; `None` means no limit of that kind (max_children always applies)."""
+    """Hard stops for the run; `None` means no limit of that kind (max_children always applies).
 
-    max_children: int = Field(default=10, ge=1, le=1_000_000)
+    `max_children: 0` makes an evaluation-only run: the seed agent is scored, nothing evolves.
+    """
+
+    max_children: int = Field(default=10, ge=0, le=1_000_000)
     max_usd: float | None = Field(default=None, gt=0)
     max_tokens: int | None = Field(default=None, gt=0)
     max_wall_time_s: float | None = Field(default=None, gt=0)

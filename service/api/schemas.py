@@ -50,6 +50,7 @@ class RunPublic(BaseModel):
 
 class RunDetail(RunPublic):
     config: dict[str, Any]
+    stage_tasks: list[list[str]]  # the task ids of each stage, fixed when the run was created
 
 
 class AgentPublic(BaseModel):

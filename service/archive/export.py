@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import tarfile
 import tempfile
 import time
@@ -13,7 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.archive.git_store import GitStore
-from service.db.models import Run, RunAgent, StageScore
+from service.db.models import Evaluation, Run, RunAgent, StageScore
 from service.queries import get_agent, lineage_ids
 from service.records import AgentMetadata, AgentRunRecord, StageScoreRecord
 
@@ -95,3 +96,25 @@ def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     info.mtime = int(time.time())
     info.mode = 0o644
     tar.addfile(info, io.BytesIO(data))
+
+
+def predictions_jsonl(session: Session, *, run_id: str, agent_id: str) -> str:
+    """The agent's diffs in the run as SWE-bench predictions (one JSON object a line), so the
+    official harness or sb-cli can score them again."""
+    model = f"clade-agent-{agent_id[:12]}"
+    rows = session.scalars(
+        select(Evaluation)
+        .where(Evaluation.run_id == run_id, Evaluation.agent_id == agent_id, Evaluation.status == "done")
+        .order_by(Evaluation.task_id)
+    )
+    lines = [
+        json.dumps(
+            {
+                "instance_id": e.task_id,
+                "model_name_or_path": model,
+                "model_patch": (e.result or {}).get("diff", ""),
+            }
+        )
+        for e in rows
+    ]
+    return "".join(line + "\n" for line in lines)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import random
 import threading
 from typing import Any
 
 from service.config import RunConfig
 from worker.benchmarks.base import Benchmark, BenchmarkError
-from worker.benchmarks.registry import get_benchmark
+from worker.benchmarks.registry import get_benchmark, known_benchmarks
 
 
 class ConfigFieldError(ValueError):
@@ -60,6 +61,30 @@ class BenchmarkCatalog:
                 plan.append(list(subsets[stage.subset]))
             else:
                 plan.append(all_ids)
+            if stage.sample is not None:
+                plan[-1] = draw_sample(plan[-1], stage.sample, seed=f"{config.rng_seed}:{index}")
             if not plan[-1]:
                 raise ConfigFieldError(f"stages.{index}", "the stage has no tasks")
         return plan
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Every registered benchmark with its task count and subsets (or why it cannot load)."""
+        described: list[dict[str, Any]] = []
+        for name in known_benchmarks():
+            try:
+                benchmark = self.get(name, {})
+            except (BenchmarkError, TypeError, ValueError) as exc:
+                described.append({"name": name, "tasks": None, "subsets": {}, "note": str(exc)})
+                continue
+            subsets = {subset: len(ids) for subset, ids in benchmark.subsets().items()}
+            count = len(benchmark.tasks())
+            described.append({"name": name, "tasks": count, "subsets": subsets, "note": None})
+        return described
+
+
+def draw_sample(task_ids: list[str], size: int, *, seed: str) -> list[str]:
+    """A fixed random subset: the same seed always draws the same tasks, in benchmark order."""
+    if size >= len(task_ids):
+        return list(task_ids)
+    chosen = set(random.Random(seed).sample(task_ids, size))
+    return [task for task in task_ids if task in chosen]

@@ -133,12 +133,12 @@ def drive(session: Session, run: Run, outbox: Outbox) -> None:
             .where(RunAgent.run_id == run.id, RunAgent.status == "evaluating")
         )
         if in_flight == 0 and not evaluating:
-            wind_down(
-                session,
-                run=run,
-                status="completed",
-                reason=f"budget: max_children reached ({config.budget.max_children})",
+            reason = (
+                "evaluation finished (an evaluation-only run)"
+                if config.budget.max_children == 0
+                else f"budget: max_children reached ({config.budget.max_children})"
             )
+            wind_down(session, run=run, status="completed", reason=reason)
         return
     opened = 0
     while in_flight < config.parallelism and used.steps + opened < config.budget.max_children:

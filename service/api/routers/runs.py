@@ -6,12 +6,13 @@ import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response, status
+from fastapi.responses import PlainTextResponse
 from sqlalchemy import select
 
 from service import queries, runs
 from service.api.deps import AdminOnly, ArchiveDep, Reader, ServicesDep, SessionDep
 from service.api.schemas import Lineage, Page, RunAgentPublic, RunDetail, RunPublic
-from service.archive.export import export_top
+from service.archive.export import export_top, predictions_jsonl
 from service.config import RunConfig
 from service.db.models import Event
 from service.driver.dispatch import check_time_limits
@@ -112,4 +113,19 @@ def export_run_top(
         data,
         media_type="application/gzip",
         headers={"Content-Disposition": f'attachment; filename="run-{run_id[:12]}-top{k}.tar.gz"'},
+    )
+
+
+@router.get("/{run_id}/predictions", dependencies=[Reader], response_class=PlainTextResponse)
+def run_predictions(
+    run_id: str, session: SessionDep, agent: Annotated[str | None, Query(pattern="^[0-9a-f]{40}$")] = None
+) -> PlainTextResponse:
+    """SWE-bench predictions JSONL of one agent's evaluations in this run (default: the best agent)."""
+    run = queries.get_run(session, run_id=run_id)
+    agent_id = agent or next(iter(queries.top_agents(session, run_id=run_id, k=1)), run.seed_agent_id)
+    body = predictions_jsonl(session, run_id=run_id, agent_id=agent_id)
+    return PlainTextResponse(
+        body,
+        media_type="application/jsonl",
+        headers={"Content-Disposition": f'attachment; filename="predictions-{agent_id[:12]}.jsonl"'},
     )
