@@ -48,7 +48,7 @@ def run_public(session: Session, *, run: Run) -> RunPublic:
 
 
 def run_detail(session: Session, *, run: Run) -> RunDetail:
-    return RunDetail(**_run_fields(session, run), config=run.config)
+    return RunDetail(**_run_fields(session, run), config=run.config, stage_tasks=run.stage_tasks)
 
 
 def _run_fields(session: Session, run: Run) -> dict[str, object]:
