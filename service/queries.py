@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
 from service.api.schemas import (
@@ -35,6 +35,17 @@ def get_agent(session: Session, *, agent_id: str) -> Agent:
     return agent
 
 
+def usage_totals(session: Session, *where: ColumnElement[bool]) -> tuple[float, int]:
+    """(USD, tokens) of the metered LLM calls matching `where`."""
+    usd, tokens = session.execute(
+        select(
+            func.coalesce(func.sum(LLMUsage.cost_usd), 0.0),
+            func.coalesce(func.sum(LLMUsage.prompt_tokens + LLMUsage.completion_tokens), 0),
+        ).where(*where)
+    ).one()
+    return float(usd), int(tokens)
+
+
 def list_runs(session: Session, *, limit: int, offset: int) -> tuple[list[RunPublic], int]:
     total = session.scalar(select(func.count()).select_from(Run)) or 0
     runs = session.scalars(
@@ -53,12 +64,7 @@ def run_detail(session: Session, *, run: Run) -> RunDetail:
 
 def _run_fields(session: Session, run: Run) -> dict[str, object]:
     budget = run.config.get("budget", {})
-    usd, tokens = session.execute(
-        select(
-            func.coalesce(func.sum(LLMUsage.cost_usd), 0.0),
-            func.coalesce(func.sum(LLMUsage.prompt_tokens + LLMUsage.completion_tokens), 0),
-        ).where(LLMUsage.run_id == run.id)
-    ).one()
+    usd, tokens = usage_totals(session, LLMUsage.run_id == run.id)
     children = session.scalar(
         select(func.count()).select_from(Step).where(Step.run_id == run.id, Step.child_id.is_not(None))
     )
@@ -217,12 +223,9 @@ def _agent_in_run(session: Session, member: RunAgent) -> AgentInRun:
     diagnosis = session.scalar(
         select(Step.diagnosis).where(Step.run_id == member.run_id, Step.child_id == member.agent_id)
     )
-    usd, tokens = session.execute(
-        select(
-            func.coalesce(func.sum(LLMUsage.cost_usd), 0.0),
-            func.coalesce(func.sum(LLMUsage.prompt_tokens + LLMUsage.completion_tokens), 0),
-        ).where(LLMUsage.run_id == member.run_id, LLMUsage.agent_id == member.agent_id)
-    ).one()
+    usd, tokens = usage_totals(
+        session, LLMUsage.run_id == member.run_id, LLMUsage.agent_id == member.agent_id
+    )
     return AgentInRun(
         run_id=member.run_id,
         status=member.status,

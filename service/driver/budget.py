@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from service.config import BudgetConfig
 from service.db.models import LLMUsage, Run, Step
+from service.queries import usage_totals
 from service.runs import elapsed_seconds
 
 
@@ -21,14 +22,9 @@ class Spent:
 
 
 def spent(session: Session, run: Run) -> Spent:
-    usd, tokens = session.execute(
-        select(
-            func.coalesce(func.sum(LLMUsage.cost_usd), 0.0),
-            func.coalesce(func.sum(LLMUsage.prompt_tokens + LLMUsage.completion_tokens), 0),
-        ).where(LLMUsage.run_id == run.id)
-    ).one()
+    usd, tokens = usage_totals(session, LLMUsage.run_id == run.id)
     steps = session.scalar(select(func.count()).select_from(Step).where(Step.run_id == run.id)) or 0
-    return Spent(steps=steps, usd=float(usd), tokens=int(tokens), seconds=elapsed_seconds(run))
+    return Spent(steps=steps, usd=usd, tokens=tokens, seconds=elapsed_seconds(run))
 
 
 def hard_stop(budget: BudgetConfig, used: Spent) -> str | None:

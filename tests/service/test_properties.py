@@ -18,7 +18,7 @@ values = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(-5, 10**7),
-    st.floats(allow_nan=False, width=32),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
     st.text(max_size=8),
 )
 config_keys = st.sampled_from(
