@@ -13,6 +13,8 @@ BenchmarkFactory = Callable[..., Benchmark]
 # name -> "module:attribute" of a factory (a class or a function) taking keyword options.
 _BUILTIN: dict[str, str] = {
     "clade-mini": "worker.benchmarks.clade_mini:CladeMini",
+    "swebench": "worker.benchmarks.swebench:from_options",
+    "polyglot": "worker.benchmarks.polyglot:Polyglot",
 }
 _registered: dict[str, BenchmarkFactory] = {}
 
