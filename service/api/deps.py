@@ -9,6 +9,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import SecretStr
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -50,12 +51,12 @@ _bearer = HTTPBearer(auto_error=False)
 CredentialsDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
-def _matches(credentials: HTTPAuthorizationCredentials | None, *tokens: object) -> bool:
+def _matches(credentials: HTTPAuthorizationCredentials | None, *tokens: SecretStr | None) -> bool:
     if credentials is None:
         return False
     given = credentials.credentials.encode()
     return any(
-        token is not None and secrets.compare_digest(given, token.get_secret_value().encode())  # type: ignore[attr-defined]
+        token is not None and secrets.compare_digest(given, token.get_secret_value().encode())
         for token in tokens
     )
 

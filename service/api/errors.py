@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from fastapi import FastAPI, Request, status
 from fastapi.responses import JSONResponse
 
@@ -10,8 +12,10 @@ from service.archive.store import PatchTooLargeError
 from service.driver.catalog import ConfigFieldError
 from service.runs import UnknownAgentError
 
+Handler = Callable[[Request, Exception], Awaitable[JSONResponse]]
 
-def _handler(code: int):  # type: ignore[no-untyped-def]
+
+def _handler(code: int) -> Handler:
     async def handle(_request: Request, exc: Exception) -> JSONResponse:
         return JSONResponse(status_code=code, content={"detail": str(exc)})
 

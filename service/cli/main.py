@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from service.cli import agents, local, runs, seeds
+from service.cli import agents, bench, local, runs, seeds
 from service.cli.context import CliContext, resolve_token
 from service.settings import Settings
 
@@ -19,6 +19,7 @@ app = typer.Typer(
 app.add_typer(seeds.app, name="seed", help="Import seed agents.")
 app.add_typer(runs.app, name="run", help="Start, inspect and steer evolution runs.")
 app.add_typer(agents.app, name="agent", help="Inspect and export agents.")
+app.add_typer(bench.app, name="bench", help="Benchmarks: list, check, score one agent.")
 app.add_typer(local.db_app, name="db", help="Database maintenance.")
 local.register(app)
 

@@ -3,6 +3,10 @@ and a worker killed with SIGKILL mid-task whose step still completes exactly onc
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -101,6 +105,19 @@ def test_generations_follow_the_script(cluster_factory: Callable[..., Cluster]) 
     assert diagnosis.startswith("Teach the agent a working rule")
     assert run["progress"]["usd"] > 0 and run["progress"]["tokens"] > 0
     assert details[gen1["id"]]["runs"][0]["usd"] > 0  # what its improvement cost
+
+    # `clade run watch` replays the run's events and returns once the run has finished.
+    watched = subprocess.run(
+        [sys.executable, "-m", "service.cli.main", "--json", "run", "watch", run_id],
+        env=os.environ | {"CLADE_SERVICE_URL": cluster.service.url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert watched.returncode == 0, watched.stderr
+    kinds = [json.loads(line)["kind"] for line in watched.stdout.splitlines()]
+    assert kinds.count("child_created") == 3 and kinds.count("agent_admitted") == 3
+    assert kinds[-1] == "run_completed"
 
 
 def test_worker_killed_mid_task_completes_the_step_once(cluster_factory: Callable[..., Cluster]) -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import PlainTextResponse
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from service import queries, runs
 from service.api.deps import AdminOnly, ArchiveDep, Reader, ServicesDep, SessionDep
@@ -44,7 +46,7 @@ def show_run(run_id: str, session: SessionDep) -> RunDetail:
     return queries.run_detail(session, run=queries.get_run(session, run_id=run_id))
 
 
-def _state_change(action: str):  # type: ignore[no-untyped-def]
+def _state_change(action: str) -> Callable[[str, Session], RunDetail]:
     def change(run_id: str, session: SessionDep) -> RunDetail:
         run = runs.change_state(session, run_id=run_id, action=action)
         session.commit()
