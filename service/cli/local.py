@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import time
 from typing import Annotated
 from urllib.parse import urlparse
@@ -54,6 +55,8 @@ def up(concurrency: Annotated[int, typer.Option(min=1, help="Worker task slots")
     from service.cli.stack import local_stack
 
     settings = get_settings()
+    # `kill` (SIGTERM) stops the whole stack as Ctrl-C does, so no child process is left behind.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     with local_stack(settings, concurrency=concurrency) as stack:
         model = "the SCRIPTED offline model (not a real LLM)" if stack.scripted else stack.llm_base_url
         typer.echo(f"Clade is up at {stack.service_url} (API docs at /docs); model: {model}")
