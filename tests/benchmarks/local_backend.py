@@ -46,6 +46,9 @@ class LocalSandbox:
     ) -> ExecResult:
         self.commands.append(list(command))
         full_env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")}
+        # The sandbox image has a bare pytest; the host's plugins (pytest-benchmark,
+        # pytest-timeout, ...) are not part of it, and loading them costs seconds per run.
+        full_env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
         full_env |= {k: self.host_path(v) for k, v in {**self.spec.env, **(env or {})}.items()}
         started = time.monotonic()
         proc = subprocess.Popen(

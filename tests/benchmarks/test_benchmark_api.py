@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 import time
@@ -22,6 +24,7 @@ from worker.benchmarks import (
 )
 from worker.benchmarks.clade_mini import CladeMini
 from worker.benchmarks.gitops import git_ok, patch_paths
+from worker.curriculum import statement_marker
 
 
 def test_registry_builds_clade_mini() -> None:
@@ -41,20 +44,53 @@ def test_register_a_benchmark_with_options(tmp_path: Path) -> None:
     assert len(benchmark.tasks()) == len(CladeMini().tasks())
 
 
+# Other code and its tests name these tasks, and stage configs name subsets by position.
+FIRST_TASKS = [
+    f"clade-mini__{name}-{number}"
+    for number in (1, 2, 3)
+    for name in ("textkit", "spanlib", "ledger", "calcpy")
+]
+
+
 def test_clade_mini_tasks_and_subsets(clade_mini: CladeMini) -> None:
     tasks = clade_mini.tasks()
     ids = [task.instance_id for task in tasks]
-    assert len(tasks) >= 10
+    assert len(tasks) >= 30
     assert len(set(ids)) == len(ids)
+    assert ids[:12] == FIRST_TASKS
     subsets = clade_mini.subsets()
+    assert sorted(subsets) == ["all", "mini-10", "mini-30", "mini-5"]
     assert subsets["all"] == ids
-    assert subsets["mini-5"] == ids[:5]
-    assert [task.instance_id for task in subset_tasks(clade_mini, "mini-5")] == ids[:5]
+    for size in (5, 10, 30):
+        assert subsets[f"mini-{size}"] == ids[:size]
+        assert [task.instance_id for task in subset_tasks(clade_mini, f"mini-{size}")] == ids[:size]
     assert len({task.repo for task in subset_tasks(clade_mini, "mini-5")}) == 4
+    repos = {task.repo for task in tasks}
+    assert {task.repo for task in subset_tasks(clade_mini, "mini-30")} == repos
     with pytest.raises(UnknownTask):
         subset_tasks(clade_mini, "mini-500")
     with pytest.raises(UnknownTask):
         find_task(clade_mini, "clade-mini__nope-1")
+
+
+def test_clade_mini_spread(clade_mini: CladeMini) -> None:
+    tasks = clade_mini.tasks()
+    assert len({task.repo for task in tasks}) >= 6
+    # Some fixes span several source files.
+    multi_file = [task.instance_id for task in tasks if len(patch_paths(task.patch)) > 1]
+    assert len(multi_file) >= 3
+
+
+def test_statements_are_told_apart_by_their_first_line(clade_mini: CladeMini) -> None:
+    """Scripted models find the task an agent works on by its statement's first line
+    (`worker.curriculum.statement_marker`), so no other statement may contain it."""
+    tasks = clade_mini.tasks()
+    for task in tasks:
+        assert task.problem_statement.startswith("# ")  # a title, as an issue has
+        marker = statement_marker(task)
+        for other in tasks:
+            if other is not task:
+                assert not re.search(marker, other.problem_statement), (task.instance_id, other.instance_id)
 
 
 @pytest.mark.parametrize("task", CladeMini().tasks(), ids=lambda task: task.instance_id)
@@ -110,6 +146,8 @@ def test_each_repo_passes_its_own_tests_quickly(
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
         cwd=tmp_path / "repo",
+        # Without the host's pytest plugins, which the sandbox image does not have either.
+        env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
         capture_output=True,
         text=True,
         check=False,

@@ -2,7 +2,8 @@
 
 For every task: the gold patch resolves it and the empty patch does not (with every
 FAIL_TO_PASS test failing and every PASS_TO_PASS test passing, which checks the task
-data too). Then the ways a diff can go wrong.
+data too). Those gradings run in parallel, through `check_benchmark`, once per backend;
+each task still gets its own test. Then the ways a diff can go wrong.
 """
 
 from __future__ import annotations
@@ -15,16 +16,28 @@ import pytest
 from tests.benchmarks.conftest import Grader
 from tests.benchmarks.helpers import diff_after, replace_in, write
 from worker.benchmarks import Task, TestStatus, find_task
+from worker.benchmarks.check import TaskCheck, check_benchmark, describe
 from worker.benchmarks.clade_mini import CladeMini
 
 TASKS = CladeMini().tasks()
 TASK_IDS = [task.instance_id.removeprefix("clade-mini__") for task in TASKS]
 SLUG_FIX = replace_in("textkit/slug.py", 'r"[^a-z0-9]"', 'r"[^a-z0-9]+"')
+# Gradings at once: each mostly waits for its sandbox (or subprocess), even on 2 cores.
+GRADING_WORKERS = 2
+
+
+@pytest.fixture(scope="session")
+def checks(grader: Grader) -> dict[str, TaskCheck]:
+    """Every task graded with its gold patch and with the empty patch, on `grader`'s backend."""
+    results = check_benchmark(
+        grader.benchmark, grader.backend, grader.image, timeout_s=120, workers=GRADING_WORKERS
+    )
+    return {check.instance_id: check for check in results}
 
 
 @pytest.mark.parametrize("task", TASKS, ids=TASK_IDS)
-def test_gold_patch_resolves(grader: Grader, task: Task) -> None:
-    report = grader.grade(task, task.patch)
+def test_gold_patch_resolves(checks: dict[str, TaskCheck], task: Task) -> None:
+    report = checks[task.instance_id].gold
     assert report.resolved, f"{report.reason}\n{report.log_tail}"
     assert report.patch_applied
     assert report.FAIL_TO_PASS.success == task.FAIL_TO_PASS
@@ -34,13 +47,20 @@ def test_gold_patch_resolves(grader: Grader, task: Task) -> None:
 
 
 @pytest.mark.parametrize("task", TASKS, ids=TASK_IDS)
-def test_empty_patch_does_not_resolve(grader: Grader, task: Task) -> None:
-    report = grader.grade(task, "")
+def test_empty_patch_does_not_resolve(checks: dict[str, TaskCheck], task: Task) -> None:
+    report = checks[task.instance_id].empty
     assert not report.resolved
     assert report.patch_applied
     assert report.FAIL_TO_PASS.failure == task.FAIL_TO_PASS, report.log_tail
     assert report.PASS_TO_PASS.success == task.PASS_TO_PASS, report.log_tail
     assert report.tests_exit_code == 1  # pytest: some tests failed
+
+
+def test_check_finds_nothing_wrong(checks: dict[str, TaskCheck]) -> None:
+    assert list(checks) == [task.instance_id for task in TASKS]  # the benchmark's order
+    wrong = [describe(check) for check in checks.values() if not check.ok or check.warnings]
+    assert wrong == []
+    assert all(check.gold_resolves and not check.empty_resolves for check in checks.values())
 
 
 def test_patch_that_does_not_apply(grader: Grader, clade_mini: CladeMini) -> None:

@@ -1,7 +1,7 @@
 """clade-mini: a small offline benchmark written for Clade, in SWE-bench instance format.
 
 Layout (all plain files, so patches are real unified diffs):
-  suite.json                   the task ids, in order ("mini-5" is the first five)
+  suite.json                   the task ids, in order (subset "mini-N" is the first N)
   .repos/<repo>/               each repository's base state (bugs included); a dot
                                folder, so that mypy and pytest, which skip those, do
                                not take the task repositories for Clade's own code
@@ -27,6 +27,9 @@ from worker.benchmarks.pytest_grading import grade_pytest
 
 DATA_DIR = Path(__file__).parent
 ID_PREFIX = "clade-mini__"
+# Named subsets: the first N tasks of suite.json. Stage configs and tests refer to these
+# names, so new tasks go at the end of the suite.
+PREFIX_SUBSETS = (5, 10, 30)
 
 
 class Suite(BaseModel):
@@ -64,7 +67,8 @@ class CladeMini:
 
     def subsets(self) -> dict[str, list[str]]:
         ids = [task.instance_id for task in self._tasks]
-        return {"mini-5": ids[:5], "all": ids}
+        subsets = {f"mini-{size}": ids[:size] for size in PREFIX_SUBSETS if size <= len(ids)}
+        return subsets | {"all": ids}
 
     def prepare_repo(self, task: Task, dest: Path) -> str:
         source = self.data_dir / ".repos" / task.repo.removeprefix("clade-mini/")
