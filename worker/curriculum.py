@@ -118,7 +118,7 @@ def expected_resolved(curriculum: Curriculum, generation: int) -> set[str]:
     return {task for level in levels[: generation + 1] for task in level}
 
 
-# The demo's story on clade-mini: the seed resolves 3 of 12 tasks, RULE-1 adds 3, RULE-2 adds 3.
+# The demo's story on clade-mini's mini-10: the seed resolves 3 tasks, RULE-1 adds 3, RULE-2 adds 3.
 DEMO_CURRICULUM = Curriculum(
     seed=["clade-mini__textkit-1", "clade-mini__ledger-1", "clade-mini__spanlib-2"],
     gen1=["clade-mini__spanlib-1", "clade-mini__calcpy-1", "clade-mini__ledger-2"],

@@ -17,7 +17,7 @@ from service.cli.stack import SEED_AGENT_DIR, Stack
 DEMO_CONFIG: dict[str, Any] = {
     "name": "demo",
     "benchmark": {"name": "clade-mini"},
-    "stages": [{"subset": "mini-5", "threshold": 0.2}, {"subset": "all"}],
+    "stages": [{"subset": "mini-5", "threshold": 0.2}, {"subset": "mini-10"}],
     "selection": {"strategy": "score_child_prop"},
     "budget": {"max_children": 4, "max_wall_time_s": 1800},
     "limits": {
@@ -57,7 +57,7 @@ def run_demo(stack: Stack, client: ApiClient, console: Console, max_children: in
     config["budget"] = DEMO_CONFIG["budget"] | {"max_children": max_children}
     run = client.post("/api/runs", json=config)
     console.print(
-        f"run {run['id']} started: {max_children} children, stages mini-5 (>= 20%) then all 12 tasks"
+        f"run {run['id']} started: {max_children} children, stages mini-5 (>= 20% to go on) then mini-10"
     )
     console.print(
         f"watch it elsewhere with: clade run watch {run['id']}   (dashboard data: {stack.service_url}/docs)"
