@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.base import Mount, SandboxSpec
+from sandbox.image_build import VENV
 from service.archive.manifest import AgentManifest
 from service.config import LimitsConfig
 from worker.context import WorkerContext
@@ -27,9 +28,12 @@ FORWARDER_PORT = 8080
 SOCKET = "/clade/llm/gateway.sock"
 MAX_TRAJECTORY_BYTES = 5_000_000
 MAX_LOG_CHARS = 20_000
-# Starts the forwarder, waits until it listens, then replaces itself with the agent's command.
+CLADE_PYTHON = f"{VENV}/bin/python"
+# Starts the forwarder (with Clade's venv python: the image's own python3 may be anything),
+# waits until it listens, then replaces itself with the agent's command, which finds
+# Clade's venv first on PATH; the image's own PATH stays in CLADE_IMAGE_PATH.
 LAUNCH = f"""
-python3 /clade/bin/forwarder.py --port {FORWARDER_PORT} --socket {SOCKET} >/tmp/forwarder.log 2>&1 &
+"$CLADE_PYTHON" /clade/bin/forwarder.py --port {FORWARDER_PORT} --socket {SOCKET} >/tmp/forwarder.log 2>&1 &
 i=0
 until grep -q listening /tmp/forwarder.log 2>/dev/null; do
   i=$((i+1))
@@ -38,6 +42,8 @@ until grep -q listening /tmp/forwarder.log 2>/dev/null; do
   fi
   sleep 0.05
 done
+export CLADE_IMAGE_PATH="$PATH"
+export PATH="${{CLADE_PYTHON%/*}}:$PATH"
 cd "$CLADE_REPO" && exec sh -c "$CLADE_SOLVE"
 """
 
@@ -136,6 +142,7 @@ def _spec(ws: Workspace, run: AgentRun) -> SandboxSpec:
             "CLADE_MAX_STEPS": str(run.limits.max_agent_steps),
             "CLADE_TIMEOUT_S": str(int(run.timeout_s)),
             "CLADE_SOLVE": run.manifest.solve,
+            "CLADE_PYTHON": CLADE_PYTHON,
             "PYTHONPATH": "/clade/agent",
             "PYTHONDONTWRITEBYTECODE": "1",
             "HOME": "/tmp",

@@ -12,6 +12,7 @@ from sandbox.base import SandboxBackend
 from sandbox.registry import get_backend
 from service.driver.catalog import BenchmarkCatalog
 from service.settings import Settings
+from worker.benchmarks.base import Task
 from worker.llm import PriceTable, Upstream, UpstreamConfig, load_price_table, make_upstream
 from worker.service_client import ServiceClient
 
@@ -19,7 +20,8 @@ log = logging.getLogger("clade.worker")
 
 
 class ImageProvider:
-    """Images for agents: the base image, plus a cached layer for an agent's extra requirements."""
+    """Images for agents: the base image, plus a cached layer for an agent's extra requirements;
+    or a task's own image plus Clade's Python layer."""
 
     def __init__(self, cache_dir: Path | None) -> None:
         self.cache_dir = cache_dir
@@ -48,6 +50,18 @@ class ImageProvider:
         base = self.base()
         with self._lock:
             return ensure_agent_image(self._docker(), base, requirements, self.cache_dir, progress=log.info)
+
+    def for_task(self, task: Task, requirements: list[str]) -> str:
+        """The image an agent solves `task` in: the task's own image (SWE-bench: the instance
+        image) with Clade's venv and `requirements` layered on, or `for_agent` without one."""
+        if task.image is None:
+            return self.for_agent(requirements)
+        from sandbox.images import ensure_task_image
+
+        with self._lock:
+            return ensure_task_image(
+                self._docker(), task.image, requirements, self.cache_dir, progress=log.info
+            )
 
 
 @dataclass

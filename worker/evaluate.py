@@ -44,7 +44,7 @@ def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
                 run_remaining_usd=job.run_remaining_usd,
                 run_remaining_tokens=job.run_remaining_tokens,
             ),
-            image=ctx.images.for_agent(manifest.requirements),
+            image=ctx.images.for_task(task, manifest.requirements),
             labels={"dev.clade.run": job.run_id, "dev.clade.evaluation": job.evaluation_id},
         ),
     )

@@ -6,7 +6,8 @@ service's database (the driver thread is off, so nothing else moves), and a
 `WorkerContext` built in this process with `build_context`, pointing at that service
 and at a scripted OpenAI-compatible server (labelled scripted; it demands the real
 key). `EvaluationStack.evaluate` then calls `worker.evaluate.evaluate(ctx, job)` and
-reads back what the service recorded.
+reads back what the service recorded. By default the run is on clade-mini's TASK_ID; a
+stack (or one `evaluate` call) can name another benchmark, its options and a task.
 """
 
 from __future__ import annotations
@@ -158,6 +159,8 @@ class EvaluationStack:
     engine: Engine
     root: Path
     docker: Any
+    benchmark: dict[str, Any] = field(default_factory=lambda: {"name": "clade-mini"})
+    task_id: str = TASK_ID
     _agents: dict[Path, str] = field(default_factory=dict)
 
     def import_agent(self, folder: Path) -> str:
@@ -171,12 +174,20 @@ class EvaluationStack:
             self._agents[folder] = str(response.json()["id"])
         return self._agents[folder]
 
-    def create_run(self, seed_id: str, limits: dict[str, Any]) -> str:
+    def create_run(
+        self,
+        seed_id: str,
+        limits: dict[str, Any],
+        *,
+        benchmark: dict[str, Any] | None = None,
+        task_id: str | None = None,
+    ) -> str:
+        """A run of the seed on one task: `benchmark` ({name, options}) and `task_id`, or the stack's."""
         config = {
             "name": f"worker-test-{seed_id[:8]}",
             "seed_agent": seed_id,
-            "benchmark": {"name": "clade-mini"},
-            "stages": [{"tasks": [TASK_ID]}],
+            "benchmark": benchmark or self.benchmark,
+            "stages": [{"tasks": [task_id or self.task_id]}],
             "limits": DEFAULT_LIMITS | limits,
             "budget": {"max_children": 1},
             "parallelism": 1,
@@ -196,9 +207,16 @@ class EvaluationStack:
         assert len(outbox.evaluate) == 1, outbox
         return outbox.evaluate[0]
 
-    def evaluate(self, folder: Path, **limits: Any) -> Evaluated:
+    def evaluate(
+        self,
+        folder: Path,
+        *,
+        benchmark: dict[str, Any] | None = None,
+        task_id: str | None = None,
+        **limits: Any,
+    ) -> Evaluated:
         agent_id = self.import_agent(folder)
-        run_id = self.create_run(agent_id, limits)
+        run_id = self.create_run(agent_id, limits, benchmark=benchmark, task_id=task_id)
         job = self.dispatch(run_id)
         started = time.monotonic()
         returned = evaluate(self.ctx, job)
@@ -221,10 +239,22 @@ class EvaluationStack:
 
 
 @contextmanager
-def evaluation_stack(root: Path, *, secret: str, owner: str) -> Iterator[EvaluationStack]:
-    """Service, scripted model and worker context; everything is stopped and removed on exit."""
+def evaluation_stack(
+    root: Path,
+    *,
+    secret: str,
+    owner: str,
+    script: Script = SCRIPT,
+    benchmark: dict[str, Any] | None = None,
+    task_id: str = TASK_ID,
+) -> Iterator[EvaluationStack]:
+    """Service, scripted model and worker context; everything is stopped and removed on exit.
+
+    `script` drives the model; `benchmark` ({name, options}) and `task_id` are what runs
+    are on unless an `evaluate` call names others (default: clade-mini, TASK_ID).
+    """
     with ExitStack() as stack:
-        llm = stack.enter_context(ScriptedServer(SCRIPT, api_key=secret))
+        llm = stack.enter_context(ScriptedServer(script, api_key=secret))
         database = root / "service" / "clade.db"
         service = start_service(service_env(root / "service", f"sqlite:///{database}", free_port()))
         stack.callback(service.stop)
@@ -253,4 +283,6 @@ def evaluation_stack(root: Path, *, secret: str, owner: str) -> Iterator[Evaluat
             engine=engine,
             root=root,
             docker=docker,
+            benchmark=benchmark or {"name": "clade-mini"},
+            task_id=task_id,
         )

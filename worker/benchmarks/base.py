@@ -53,6 +53,8 @@ class Task(BaseModel):
     # Clade: argv run from `repo_path` in the grading sandbox (no shell).
     test_command: list[str] = Field(min_length=1)
     repo_path: str = DEFAULT_REPO_PATH
+    # Clade: the image the agent runs in (with Clade's Python layered on); None: Clade's base image.
+    image: str | None = None
 
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
     @classmethod
