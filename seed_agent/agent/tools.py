@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,13 @@ def truncate(text: str, limit: int) -> tuple[str, bool]:
     return f"{text[:half]}\n[... {cut} characters truncated ...]\n{text[-half:]}", True
 
 
+def command_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The repository's own tools come first in commands: Clade puts the image's original
+    PATH in CLADE_IMAGE_PATH (the agent itself runs on Clade's Python, the repo may not)."""
+    image_path = env.get("CLADE_IMAGE_PATH")
+    return dict(env) | ({"PATH": image_path} if image_path else {})
+
+
 def run_bash(command: str, *, cwd: Path, timeout_s: float, max_output_chars: int) -> CommandResult:
     start = time.monotonic()
     # A session of its own lets a timeout kill the whole process group, so children that
@@ -61,6 +69,7 @@ def run_bash(command: str, *, cwd: Path, timeout_s: float, max_output_chars: int
     proc = subprocess.Popen(
         ["bash", "-c", command],
         cwd=cwd,
+        env=command_env(os.environ),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

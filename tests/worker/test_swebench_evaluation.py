@@ -55,10 +55,10 @@ def probe_command() -> str:
         [
             "echo PWD=$(pwd)",
             f"echo MARKER=$(cat {MARKER})",
-            "echo AGENT_PYTHON=$(command -v python)",
+            "echo COMMAND_PYTHON=$(command -v python)",
             'echo IMAGE_PYTHON=$(PATH="$CLADE_IMAGE_PATH" command -v python)',
             "echo CLADE_PYTHON=$CLADE_PYTHON",
-            "python -c 'import openai; print(\"AGENT_OPENAI=ok\")'",
+            "\"$CLADE_PYTHON\" -c 'import openai; print(\"AGENT_OPENAI=ok\")'",
             "PATH=\"$CLADE_IMAGE_PATH\" python -c 'import openai' 2>/dev/null"
             " && echo IMAGE_OPENAI=yes || echo IMAGE_OPENAI=no",
         ]
@@ -207,15 +207,15 @@ def test_the_agent_resolves_the_instance_in_its_own_image(
     assert all(result.tests[test] == "PASSED" for test in instance.meta["FAIL_TO_PASS"])
     assert "tinyinv/stock.py" in result.diff and "InsufficientStock" in result.diff
 
-    # The agent ran in the instance image, at /testbed, with Clade's python for itself and
-    # the image's own python still on the image's PATH.
+    # The agent ran in the instance image, at /testbed, on Clade's python, while the commands
+    # its bash tool runs find the image's own python first (the seed agent restores the PATH).
     outputs = tool_outputs(evaluated)
     seen = printed(outputs[0])
     assert seen["PWD"] == "/testbed", outputs[0]
     assert seen["MARKER"] == f"instance image of tinyinv ({variant})", outputs[0]
     assert seen["CLADE_PYTHON"] == f"{VENV}/bin/python"
-    assert seen["AGENT_PYTHON"] == f"{VENV}/bin/python"
     assert seen["AGENT_OPENAI"] == "ok"
+    assert seen["COMMAND_PYTHON"] == seen["IMAGE_PYTHON"]
     if variant == "own-python":
         assert seen["IMAGE_PYTHON"] == f"{REPO_ENV}/bin/python", outputs[0]
         assert seen["IMAGE_OPENAI"] == "no", outputs[0]
