@@ -6,4 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash .ci/docker.sh
 python3 -m pip install -q -e .
+bash web/build.sh || echo "demo: dashboard not built (needs Node.js and npm); the API works without it"
+echo "demo: while it runs, the dashboard is at ${CLADE_SERVICE_URL:-http://127.0.0.1:8420}/"
 exec clade demo "$@"

@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 
 from service.api import errors
 from service.api.deps import AdminOnly, Services
-from service.api.routers import agents, benchmarks, runs, seeds, worker
+from service.api.routers import agents, benchmarks, dashboard, runs, seeds, worker
 from service.api.schemas import ConsistencyPublic
 from service.archive import consistency
 from service.archive.git_store import GitStore
@@ -93,6 +93,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     for router in (runs.router, agents.router, seeds.router, worker.router, benchmarks.router):
         app.include_router(router)
+    app.include_router(dashboard.router)  # pages for every path outside /api/
 
     @app.get("/api/health", tags=["system"])
     def health() -> dict[str, str]:

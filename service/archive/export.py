@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 import tarfile
 import tempfile
 import time
@@ -101,20 +100,13 @@ def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
 def predictions_jsonl(session: Session, *, run_id: str, agent_id: str) -> str:
     """The agent's diffs in the run as SWE-bench predictions (one JSON object a line), so the
     official harness or sb-cli can score them again."""
+    # Imported here: the swebench benchmark package is heavy and only this export needs it.
+    from worker.benchmarks.swebench.export import predictions_jsonl as to_jsonl
+
     model = f"clade-agent-{agent_id[:12]}"
     rows = session.scalars(
         select(Evaluation)
         .where(Evaluation.run_id == run_id, Evaluation.agent_id == agent_id, Evaluation.status == "done")
         .order_by(Evaluation.task_id)
     )
-    lines = [
-        json.dumps(
-            {
-                "instance_id": e.task_id,
-                "model_name_or_path": model,
-                "model_patch": (e.result or {}).get("diff", ""),
-            }
-        )
-        for e in rows
-    ]
-    return "".join(line + "\n" for line in lines)
+    return to_jsonl((e.task_id, model, str((e.result or {}).get("diff", ""))) for e in rows)

@@ -230,3 +230,14 @@ def test_evaluation_result_delivered_twice_is_recorded_once(service: ServiceProc
         detail = reader.get(f"/api/agents/{seed_id}/evaluations/e1").json()
         assert detail["result"]["durations"]["total_s"] == 3.5 and detail["prompt_tokens"] == 7
         assert reader.get(f"/api/runs/{run_id}").json()["progress"]["usd"] == 0.002
+        # The agent's results as SWE-bench predictions JSONL (what the official harness reads).
+        predictions = reader.get(f"/api/runs/{run_id}/predictions", params={"agent": seed_id})
+        assert predictions.status_code == 200
+        lines = [json.loads(line) for line in predictions.text.splitlines()]
+        assert lines == [
+            {
+                "instance_id": "clade-mini__textkit-1",
+                "model_name_or_path": f"clade-agent-{seed_id[:12]}",
+                "model_patch": "--- a/x\n+++ b/x\n",
+            }
+        ]
