@@ -7,6 +7,7 @@ needs to run them: the test command and where the repository lives in the sandbo
 from __future__ import annotations
 
 import json
+import time
 from enum import StrEnum
 from pathlib import Path
 from typing import Literal, Protocol
@@ -105,6 +106,17 @@ class GradeReport(BaseModel):
     tests_timed_out: bool = False
     log_tail: str = ""
     duration_s: float = 0.0
+
+
+def unapplied(task: Task, error: str, started: float, note: str = "") -> GradeReport:
+    """The verdict on a diff that does not apply to the task's repository."""
+    return GradeReport(
+        instance_id=task.instance_id,
+        resolved=False,
+        patch_applied=False,
+        reason=f"the patch does not apply: {error}{note}",
+        duration_s=time.monotonic() - started,
+    )
 
 
 class Benchmark(Protocol):

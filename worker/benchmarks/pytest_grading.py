@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from sandbox.base import LABEL_PREFIX, ExecResult, Mount, SandboxBackend, SandboxSpec
-from worker.benchmarks.base import GradeReport, Task, TestGroupResult, TestStatus
+from worker.benchmarks.base import GradeReport, Task, TestGroupResult, TestStatus, unapplied
 from worker.benchmarks.gitops import apply_patch, patch_paths, reset_paths
 
 RESULTS_DIR = "/clade/results"
@@ -56,13 +56,7 @@ def grade_pytest(
     started = time.monotonic()
     applied = apply_patch(repo, diff)
     if not applied.applied:
-        return GradeReport(
-            instance_id=task.instance_id,
-            resolved=False,
-            patch_applied=False,
-            reason=f"the patch does not apply: {applied.error}",
-            duration_s=time.monotonic() - started,
-        )
+        return unapplied(task, applied.error, started)
     # The hidden tests win over whatever the agent did to the same files.
     reset_paths(repo, patch_paths(task.test_patch))
     tests_applied = apply_patch(repo, task.test_patch)

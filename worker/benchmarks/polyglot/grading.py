@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from sandbox.base import LABEL_PREFIX, ExecResult, Mount, SandboxBackend, SandboxSpec
-from worker.benchmarks.base import GradeReport, Task, TestGroupResult, TestStatus
+from worker.benchmarks.base import GradeReport, Task, TestGroupResult, TestStatus, unapplied
 from worker.benchmarks.gitops import apply_patch, git_ok, reset_paths
 from worker.benchmarks.polyglot.languages import SPECS, LanguageSpec, sandbox_env
 from worker.benchmarks.polyglot.layout import Exercise
@@ -45,13 +45,7 @@ def grade_exercise(
     started = time.monotonic()
     applied = apply_patch(repo, diff)
     if not applied.applied:
-        return GradeReport(
-            instance_id=task.instance_id,
-            resolved=False,
-            patch_applied=False,
-            reason=f"the patch does not apply: {applied.error}",
-            duration_s=time.monotonic() - started,
-        )
+        return unapplied(task, applied.error, started)
     spec = SPECS[exercise.language]
     protection = protect(repo, exercise, spec)
     _make_world_writable(repo)  # the sandbox user owns none of these host files

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.base import LABEL_PREFIX, Mount, SandboxBackend, SandboxSpec
-from worker.benchmarks.base import GradeReport, TestGroupResult, TestStatus
+from worker.benchmarks.base import GradeReport, TestGroupResult, TestStatus, unapplied
 from worker.benchmarks.gitops import apply_patch
 from worker.benchmarks.swebench.harness import Harness
 from worker.benchmarks.swebench.patches import graded_patch
@@ -86,13 +86,7 @@ def grade_task(
         repo = export_base(client, task, work / "export")
         applied = apply_patch(repo, graded.patch)
         if not applied.applied:
-            return GradeReport(
-                instance_id=task.instance_id,
-                resolved=False,
-                patch_applied=False,
-                reason=f"the patch does not apply: {applied.error}{dropped}",
-                duration_s=time.monotonic() - started,
-            )
+            return unapplied(task, applied.error, started, dropped)
         eval_dir = work / "eval"
         eval_dir.mkdir()
         (eval_dir / "eval.sh").write_text(harness.test_spec(task.instance()).eval_script)
