@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import io
+import sys
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import docker
 import pytest
+from docker.errors import DockerException
 
+from sandbox.images import ensure_base_image
 from tests.servers import ServiceProcess, free_port, fresh_postgres_database, service_env, start_service
 
 AGENT_TOML = 'name = "tiny"\nsolve = "python -m tiny"\n'
@@ -62,3 +67,23 @@ def seed_id(service: ServiceProcess, tmp_path: Path) -> str:
 def tar_names(data: bytes) -> list[str]:
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         return tar.getnames()
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Iterator[Any]:
+    """The Docker engine; its absence fails the tests that need it (never a skip)."""
+    try:
+        client = docker.from_env()
+        client.ping()
+    except (DockerException, OSError) as exc:
+        pytest.fail(f"Docker engine unreachable ({exc}); start it with .ci/docker.sh", pytrace=False)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def base_image(docker_client: Any) -> str:
+    """Built once per machine (cached in ~/.cache/clade/images), checked once per session."""
+    return ensure_base_image(
+        docker_client, progress=lambda line: print(f"[images] {line}", file=sys.stderr, flush=True)
+    )

@@ -11,12 +11,9 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import docker
 import pytest
-from docker.errors import DockerException
 
 from sandbox.base import Sandbox, SandboxBackend, SandboxSpec
-from sandbox.images import ensure_base_image
 from sandbox.registry import backend_names, get_backend
 
 SpecFactory = Callable[..., SandboxSpec]
@@ -24,23 +21,6 @@ SpecFactory = Callable[..., SandboxSpec]
 
 def _progress(line: str) -> None:
     print(f"[images] {line}", file=sys.stderr, flush=True)
-
-
-@pytest.fixture(scope="session")
-def docker_client() -> Iterator[Any]:
-    try:
-        client = docker.from_env()
-        client.ping()
-    except (DockerException, OSError) as exc:
-        pytest.fail(f"Docker engine unreachable ({exc}); start it with .ci/docker.sh", pytrace=False)
-    yield client
-    client.close()
-
-
-@pytest.fixture(scope="session")
-def base_image(docker_client: Any) -> str:
-    """Built once per machine (cached in ~/.cache/clade/images), checked once per session."""
-    return ensure_base_image(docker_client, progress=_progress)
 
 
 @pytest.fixture(scope="session")

@@ -10,38 +10,15 @@ from __future__ import annotations
 import ipaddress
 import secrets
 import socket
-import sys
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import docker
 import pytest
-from docker.errors import DockerException
 
-from sandbox.images import ensure_base_image
 from tests.worker.harness import SECRET_PREFIX, Canary, EvaluationStack, evaluation_stack, make_agent
-
-
-@pytest.fixture(scope="session")
-def docker_client() -> Iterator[Any]:
-    try:
-        client = docker.from_env()
-        client.ping()
-    except (DockerException, OSError) as exc:
-        pytest.fail(f"Docker engine unreachable ({exc}); start it with .ci/docker.sh", pytrace=False)
-    yield client
-    client.close()
-
-
-@pytest.fixture(scope="session")
-def base_image(docker_client: Any) -> str:
-    """Built once per machine (cached in ~/.cache/clade/images), checked once per session."""
-    return ensure_base_image(
-        docker_client, progress=lambda line: print(f"[images] {line}", file=sys.stderr, flush=True)
-    )
 
 
 @pytest.fixture(scope="module")
