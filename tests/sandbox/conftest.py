@@ -6,7 +6,6 @@ cannot run sandboxes cannot run Clade.
 
 from __future__ import annotations
 
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -17,10 +16,6 @@ from sandbox.base import Sandbox, SandboxBackend, SandboxSpec
 from sandbox.registry import backend_names, get_backend
 
 SpecFactory = Callable[..., SandboxSpec]
-
-
-def _progress(line: str) -> None:
-    print(f"[images] {line}", file=sys.stderr, flush=True)
 
 
 @pytest.fixture(scope="session")
