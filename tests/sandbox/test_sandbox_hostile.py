@@ -28,7 +28,7 @@ for host, port in json.loads(sys.argv[1]):
     except OSError as exc:
         results[f"{host}:{port}"] = f"{type(exc).__name__}: {exc}"
 try:
-    socket.getaddrinfo("pypi.org", 443)
+    socket.getaddrinfo("example.org", 443)
     results["dns"] = "resolved"
 except OSError as exc:
     results["dns"] = f"{type(exc).__name__}: {exc}"
