@@ -60,8 +60,18 @@ class JSONHandler(BaseHTTPRequestHandler):
         return path.removeprefix("/v1") if path.startswith("/v1/") else path
 
     def send_not_found(self, headers: Mapping[str, str] | None = None) -> None:
-        self.close_connection = True  # a request body may be left unread
+        self.discard_body()
         self.send_json(404, openai_error(f"no route {self.path}", "not_found_error"), headers)
+
+    def discard_body(self) -> None:
+        """Read and drop the request body so the keep-alive connection stays usable; when it
+        cannot be read safely (chunked, bad or oversized length), the connection is closed."""
+        length = self.headers.get("Content-Length", "0")
+        chunked = "chunked" in self.headers.get("Transfer-Encoding", "").lower()
+        if chunked or not length.isdigit() or int(length) > self.max_body:
+            self.close_connection = True
+        elif int(length) > 0:
+            self.rfile.read(int(length))
 
     def read_json(self) -> Any:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
@@ -86,6 +96,9 @@ class JSONHandler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        if self.close_connection:
+            # Say so, or a keep-alive client sends its next request into a closed socket.
+            self.send_header("Connection", "close")
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
