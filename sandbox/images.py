@@ -91,12 +91,8 @@ def ensure_base_image(
     recipe = recipe or BaseImageRecipe()
     cache = (cache_dir or default_cache_dir()).expanduser()
     tag = f"{BASE_REPOSITORY}:{recipe.key()[:12]}"
-    if _exists(client, tag):
-        return tag
-    with _build_lock(cache):
-        if _exists(client, tag):
-            return tag
-        remove_stale_builds(client)
+
+    def build() -> str:
         os_tag = _ensure_os_image(client, cache, recipe, progress=progress, mirror=mirror)
         requirements = normalise(recipe.requirements)
         wheels = ensure_wheels(requirements, cache, target=recipe.wheels, progress=progress)
@@ -110,6 +106,8 @@ def ensure_base_image(
             tag=tag,
             progress=progress,
         )
+
+    return _cached_build(client, cache, tag, build)
 
 
 def ensure_agent_image(
@@ -128,17 +126,13 @@ def ensure_agent_image(
     wanted = normalise(requirements)
     if not wanted:
         return base_tag
-    target = target or WheelTarget()
+    wheel_target = target or WheelTarget()
     cache = (cache_dir or default_cache_dir()).expanduser()
     base = _inspect(client, base_tag)
-    tag = f"{AGENT_REPOSITORY}:{_digest([base['Id'], wanted, asdict(target)])[:12]}"
-    if _exists(client, tag):
-        return tag
-    with _build_lock(cache):
-        if _exists(client, tag):
-            return tag
-        remove_stale_builds(client)
-        wheels = ensure_wheels(wanted, cache, target=target, progress=progress)
+    tag = f"{AGENT_REPOSITORY}:{_digest([base['Id'], wanted, asdict(wheel_target)])[:12]}"
+
+    def build() -> str:
+        wheels = ensure_wheels(wanted, cache, target=wheel_target, progress=progress)
         base_config = base.get("Config") or {}
         config = ImageConfig(
             env=dict(item.split("=", 1) for item in base_config.get("Env") or []),
@@ -156,6 +150,8 @@ def ensure_agent_image(
             tag=tag,
             progress=progress,
         )
+
+    return _cached_build(client, cache, tag, build)
 
 
 def ensure_task_image(
@@ -183,12 +179,8 @@ def ensure_task_image(
     cache = (cache_dir or default_cache_dir()).expanduser()
     image = _inspect(client, task_image)
     tag = f"{TASK_REPOSITORY}:{_digest([image['Id'], list(BASE_REQUIREMENTS), extra])[:12]}"
-    if _exists(client, tag):
-        return tag
-    with _build_lock(cache):
-        if _exists(client, tag):
-            return tag
-        remove_stale_builds(client)
+
+    def build() -> str:
         probe = _probe(client, task_image, image)
         progress(f"{task_image}: {probe.describe()}")
         repository, _, version = tag.rpartition(":")
@@ -220,6 +212,20 @@ def ensure_task_image(
             venv_python=probe.python,
             bootstrap_pip=not probe.has_venv,
         )
+
+    return _cached_build(client, cache, tag, build)
+
+
+def _cached_build(client: Any, cache: Path, tag: str, build: Callable[[], str]) -> str:
+    """`tag` if the engine has it; else build it once, under the cache's lock (another process
+    may have built it while this one waited), clearing containers of interrupted builds first."""
+    if _exists(client, tag):
+        return tag
+    with _build_lock(cache):
+        if _exists(client, tag):
+            return tag
+        remove_stale_builds(client)
+        return build()
 
 
 def _probe(client: Any, task_image: str, image: dict[str, Any]) -> PythonProbe:
