@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from service.cli.client import ApiClient
-from service.cli.seeds import pack_agent
-from service.cli.stack import SEED_AGENT_DIR, free_port, local_stack
-from service.settings import Settings
+from cli.client import ApiClient
+from cli.seeds import pack_agent
+from cli.stack import SEED_AGENT_DIR, free_port, local_stack
+from contracts.settings import Settings
 
 
 def measure(slots: int, subset: str) -> tuple[int, float]:

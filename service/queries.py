@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
+from contracts.errors import NotFoundError
 from service.api.schemas import (
     AgentDetail,
     AgentInRun,
@@ -16,7 +17,6 @@ from service.api.schemas import (
     RunPublic,
     StageScorePublic,
 )
-from service.archive.errors import NotFoundError
 from service.db.models import Agent, Evaluation, LLMUsage, Run, RunAgent, StageScore, Step
 from service.runs import IN_FLIGHT_STEP, elapsed_seconds
 

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
-from service.archive.errors import ConflictError, NotFoundError
+from contracts.errors import ConflictError, NotFoundError
+from contracts.records import EvaluationSubmission, UsageRecord
 from service.db.models import Evaluation, Event, LLMUsage, Step
-from service.records import EvaluationSubmission, UsageRecord
 
 TERMINAL_STEP = ("admitted", "rejected", "failed", "cancelled")
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.archive.errors import ConflictError, NotFoundError
-from service.config import RunConfig
+from contracts.config import RunConfig
+from contracts.errors import ConflictError, NotFoundError
 from service.db.models import Agent, Evaluation, Event, Run, RunAgent, Step
 
 ACTIVE = ("running", "paused")

@@ -107,7 +107,7 @@ def start_service(env: dict[str, str], timeout: float = 60.0) -> ServiceProcess:
     url = env["CLADE_SERVICE_URL"]
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "service.cli.main", "serve"], env=env, stdout=log, stderr=subprocess.STDOUT
+            [sys.executable, "-m", "cli.main", "serve"], env=env, stdout=log, stderr=subprocess.STDOUT
         )
     service = ServiceProcess(url=url, data_dir=data_dir, env=env, process=process, log_path=log_path)
     deadline = time.monotonic() + timeout

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contracts.config import LimitsConfig
+from contracts.manifest import AgentManifest
 from sandbox.base import Mount, SandboxSpec
 from sandbox.image_build import VENV
-from service.archive.manifest import AgentManifest
-from service.config import LimitsConfig
 from worker.context import WorkerContext
 from worker.llm import Budget, GatewayConfig, LLMCall, LLMGateway, forwarder_script_path
 from worker.workspace import PatchTooLarge, Workspace

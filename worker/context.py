@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.base import Task
+from benchmarks.catalog import BenchmarkCatalog
+from contracts.settings import Settings
 from sandbox.base import SandboxBackend
 from sandbox.registry import get_backend
-from service.driver.catalog import BenchmarkCatalog
-from service.settings import Settings
-from worker.benchmarks.base import Task
 from worker.llm import PriceTable, Upstream, UpstreamConfig, load_price_table, make_upstream
 from worker.service_client import ServiceClient
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from worker.benchmarks.base import Task
+from benchmarks.base import Task
 from worker.llm.script import Script
 
 RULES = [

@@ -11,8 +11,8 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from service.jobs import ImproveJob
-from worker.benchmarks.base import Benchmark, find_task
+from benchmarks.base import Benchmark, find_task
+from contracts.jobs import ImproveJob
 from worker.context import WorkerContext
 from worker.llm import Budget, LLMCall
 from worker.llm.metering import MeteredChat

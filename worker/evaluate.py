@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import time
 
-from service.archive.errors import InvalidAgentError
-from service.jobs import EvaluateJob
-from service.records import Durations, EvaluationResult, EvaluationSubmission
+from benchmarks.base import GradeReport, find_task
+from contracts.errors import InvalidAgentError
+from contracts.jobs import EvaluateJob
+from contracts.records import Durations, EvaluationResult, EvaluationSubmission
 from worker.agent_runner import AgentRun, run_agent
-from worker.benchmarks.base import GradeReport, find_task
 from worker.context import WorkerContext
 from worker.llm import Budget
 from worker.manifests import manifest_from_tar

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from service.api.schemas import ChildSubmission, StepFailure
-from service.archive.errors import InvalidAgentError
-from service.jobs import ImproveJob
+from contracts.errors import InvalidAgentError
+from contracts.jobs import ImproveJob
+from contracts.records import ChildSubmission, StepFailure
 from worker.agent_runner import AgentRun, run_agent
 from worker.context import WorkerContext
 from worker.diagnose import DiagnosisFailed, diagnose, prompt

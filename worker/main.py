@@ -12,9 +12,9 @@ from functools import lru_cache
 
 from celery import Celery
 
+from contracts.celery_app import make_celery
+from contracts.settings import Settings
 from sandbox.registry import get_backend
-from service.settings import Settings
-from worker.celery_app import make_celery
 from worker.context import WorkerContext, build_context
 from worker.tasks import register_tasks
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import tarfile
 
-from service.archive.manifest import MANIFEST_FILE, AgentManifest, parse_manifest
+from contracts.manifest import MANIFEST_FILE, AgentManifest, parse_manifest
 
 
 def manifest_from_tar(tar_bytes: bytes) -> AgentManifest:

@@ -7,8 +7,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel
 
-from service.api.schemas import ChildSubmission, StepFailure
-from service.records import EvaluationSubmission
+from contracts.records import ChildSubmission, EvaluationSubmission, StepFailure
 from worker.errors import InfrastructureError, StaleJobError
 
 

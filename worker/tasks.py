@@ -14,8 +14,8 @@ from typing import Any
 
 from celery import Celery, Task
 
+from contracts.jobs import EVALUATE_TASK, IMPROVE_TASK, EvaluateJob, ImproveJob
 from sandbox.base import SandboxError
-from service.jobs import EVALUATE_TASK, IMPROVE_TASK, EvaluateJob, ImproveJob
 from worker.context import WorkerContext
 from worker.errors import InfrastructureError, StaleJobError
 from worker.evaluate import evaluate

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.records import UsageRecord
+from contracts.records import UsageRecord
 from worker.llm import LLMCall
 
 

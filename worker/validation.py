@@ -12,12 +12,13 @@ import tempfile
 from contextlib import closing
 from pathlib import Path
 
+from contracts.config import LimitsConfig
+from contracts.errors import InvalidAgentError, PatchError
+from contracts.manifest import MANIFEST_FILE, parse_manifest
 from sandbox.base import Mount, SandboxSpec
-from service.archive.errors import InvalidAgentError, PatchError
-from service.archive.manifest import MANIFEST_FILE, parse_manifest
-from service.config import LimitsConfig
+from sandbox.ownership import give_to_sandbox_user
 from worker.context import WorkerContext
-from worker.workspace import GIT_SAFE, give_to_sandbox_user, init_repo, unpack
+from worker.workspace import GIT_SAFE, init_repo, unpack
 
 TAIL = 2_000
 

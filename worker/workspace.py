@@ -18,7 +18,8 @@ import tempfile
 from pathlib import Path
 from types import TracebackType
 
-SANDBOX_UID = 1000
+from sandbox.ownership import chmod_tree, give_to_sandbox_user
+
 # Build litter an agent leaves by running its own code; never part of a patch.
 IGNORED = "__pycache__/\n*.pyc\n.pytest_cache/\n.mypy_cache/\n.ruff_cache/\n"
 GIT_SAFE = [
@@ -79,7 +80,7 @@ class Workspace:
         exclude.parent.mkdir(exist_ok=True)
         exclude.write_text(IGNORED)
         for folder in (self.agent, self.task, self.llm):
-            _chmod_tree(folder, 0o755, 0o644)
+            chmod_tree(folder, 0o755, 0o644)
         for folder in (self.repo, self.out):
             give_to_sandbox_user(folder)
 
@@ -145,26 +146,3 @@ def read_regular_file(path: Path, max_bytes: int) -> bytes | None:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             return None
         return handle.read(max_bytes)
-
-
-def _chmod_tree(folder: Path, dir_mode: int, file_mode: int) -> None:
-    for dirpath, dirnames, filenames in os.walk(folder):
-        os.chmod(dirpath, dir_mode)
-        for name in filenames:
-            path = os.path.join(dirpath, name)
-            if not os.path.islink(path):
-                mode = os.stat(path).st_mode
-                os.chmod(path, file_mode | (0o111 if mode & 0o100 else 0))
-        del dirnames  # walked by os.walk
-
-
-def give_to_sandbox_user(folder: Path) -> None:
-    """The sandbox user (uid 1000) must write here; as non-root we can only open it to everyone."""
-    can_chown = os.geteuid() == 0
-    for dirpath, _dirnames, filenames in os.walk(folder):
-        for path in [dirpath, *(os.path.join(dirpath, n) for n in filenames)]:
-            if can_chown:
-                os.lchown(path, SANDBOX_UID, SANDBOX_UID)
-            elif not os.path.islink(path):
-                extra = 0o777 if os.path.isdir(path) else 0o666
-                os.chmod(path, os.stat(path).st_mode | extra)

@@ -9,6 +9,8 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request, Response, status
 from fastapi.responses import JSONResponse
 
+from benchmarks.catalog import BenchmarkCatalog
+from contracts.settings import Settings
 from service.api import errors
 from service.api.deps import AdminOnly, Services
 from service.api.routers import agents, benchmarks, dashboard, runs, seeds, worker
@@ -18,10 +20,8 @@ from service.archive.git_store import GitStore
 from service.archive.store import Archive
 from service.db.engine import make_engine, make_session_factory
 from service.db.migrate import upgrade
-from service.driver.catalog import BenchmarkCatalog
 from service.driver.dispatch import CeleryDispatcher
 from service.driver.loop import RunDriver
-from service.settings import Settings
 
 log = logging.getLogger("clade.service")
 
@@ -50,7 +50,7 @@ def build_services(settings: Settings) -> Services:
 
 
 def make_driver(settings: Settings, services: Services) -> RunDriver:
-    from worker.celery_app import make_celery
+    from contracts.celery_app import make_celery
 
     dispatcher = CeleryDispatcher(make_celery(settings))
     return RunDriver(sessions=services.sessions, dispatcher=dispatcher, interval_s=settings.driver_interval_s)

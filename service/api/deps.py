@@ -13,9 +13,9 @@ from pydantic import SecretStr
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from benchmarks.catalog import BenchmarkCatalog
+from contracts.settings import Settings
 from service.archive.store import Archive
-from service.driver.catalog import BenchmarkCatalog
-from service.settings import Settings
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,9 @@ from collections.abc import Awaitable, Callable
 from fastapi import FastAPI, Request, status
 from fastapi.responses import JSONResponse
 
-from service.archive.errors import ConflictError, InvalidAgentError, NotFoundError, PatchError
+from contracts.config import ConfigFieldError
+from contracts.errors import ConflictError, InvalidAgentError, NotFoundError, PatchError
 from service.archive.store import PatchTooLargeError
-from service.driver.catalog import ConfigFieldError
 from service.runs import UnknownAgentError
 
 Handler = Callable[[Request, Exception], Awaitable[JSONResponse]]

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from service.settings import Settings
+from contracts.settings import Settings
 
 
 def build_schema() -> dict[str, Any]:

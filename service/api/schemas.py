@@ -7,7 +7,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, Field
 
-from service.records import EvaluationResult, UsageRecord
+from contracts.records import EvaluationResult
 
 T = TypeVar("T")
 
@@ -125,23 +125,6 @@ class AgentDetail(AgentPublic):
 
 class StateChange(BaseModel):
     action: str = Field(pattern="^(pause|resume|cancel)$")
-
-
-class ChildSubmission(BaseModel):
-    """A step's outcome: the child's patch, with the step's own LLM usage (diagnosis, improver)."""
-
-    patch: str
-    diagnosis: str | None = None
-    # Set when the child failed validation (does not start, its own tests fail): it is archived
-    # and shown, but never becomes a parent.
-    rejection: str | None = Field(default=None, max_length=20_000)
-    usage: list[UsageRecord] = Field(default_factory=list)
-
-
-class StepFailure(BaseModel):
-    reason: str = Field(min_length=1, max_length=20_000)
-    diagnosis: str | None = None
-    usage: list[UsageRecord] = Field(default_factory=list)
 
 
 class ConsistencyPublic(BaseModel):

@@ -12,10 +12,10 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from contracts.records import AgentMetadata, AgentRunRecord, StageScoreRecord
 from service.archive.git_store import GitStore
 from service.db.models import Evaluation, Run, RunAgent, StageScore
 from service.queries import get_agent, lineage_ids
-from service.records import AgentMetadata, AgentRunRecord, StageScoreRecord
 
 
 def agent_metadata(session: Session, *, agent_id: str) -> AgentMetadata:
@@ -101,7 +101,7 @@ def predictions_jsonl(session: Session, *, run_id: str, agent_id: str) -> str:
     """The agent's diffs in the run as SWE-bench predictions (one JSON object a line), so the
     official harness or sb-cli can score them again."""
     # Imported here: the swebench benchmark package is heavy and only this export needs it.
-    from worker.benchmarks.swebench.export import predictions_jsonl as to_jsonl
+    from benchmarks.swebench.export import predictions_jsonl as to_jsonl
 
     model = f"clade-agent-{agent_id[:12]}"
     rows = session.scalars(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import git
 
-from service.archive.errors import NotFoundError, PatchError
+from contracts.errors import NotFoundError, PatchError
 
 AGENT_REF_PREFIX = "refs/heads/agents/"
 IDENTITY = {

@@ -14,12 +14,12 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.archive.errors import ConflictError, InvalidAgentError, NotFoundError, PatchError
+from contracts.errors import ConflictError, InvalidAgentError, NotFoundError, PatchError
+from contracts.manifest import MANIFEST_FILE, parse_manifest
+from contracts.records import UsageRecord
 from service.archive.git_store import GitStore
-from service.archive.manifest import MANIFEST_FILE, parse_manifest
 from service.archive.tarballs import extract_tar
 from service.db.models import Agent, Event, RunAgent, Step
-from service.records import UsageRecord
 from service.results import record_usage
 
 

@@ -6,7 +6,7 @@ import io
 import tarfile
 from pathlib import Path
 
-from service.archive.errors import InvalidAgentError
+from contracts.errors import InvalidAgentError
 
 
 def extract_tar(data: bytes, dest: Path) -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from service.config import BudgetConfig
+from contracts.config import BudgetConfig
 from service.db.models import LLMUsage, Run, Step
 from service.queries import usage_totals
 from service.runs import elapsed_seconds

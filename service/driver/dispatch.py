@@ -6,9 +6,8 @@ from typing import Protocol
 
 from celery import Celery
 
-from service.config import LimitsConfig
-from service.driver.catalog import ConfigFieldError
-from service.jobs import EVALUATE_TASK, IMPROVE_TASK, EvaluateJob, ImproveJob
+from contracts.config import ConfigFieldError, LimitsConfig
+from contracts.jobs import EVALUATE_TASK, IMPROVE_TASK, EvaluateJob, ImproveJob
 
 
 class Dispatcher(Protocol):

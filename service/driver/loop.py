@@ -11,13 +11,13 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.config import RunConfig
+from contracts.config import RunConfig
+from contracts.jobs import BenchmarkRef, EvaluateJob, ImproveJob, Job
 from service.db.models import Evaluation, Run, RunAgent, Step
 from service.driver import budget
 from service.driver.dispatch import Dispatcher, evaluate_time_limit, improve_time_limit
 from service.driver.parents import choose_parent
 from service.driver.stages import advance
-from service.jobs import BenchmarkRef, EvaluateJob, ImproveJob, Job
 from service.runs import IN_FLIGHT_STEP, wind_down
 from service.steps import open_step
 

@@ -9,9 +9,8 @@ from pydantic import ValidationError
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
-from service.config import RunConfig
+from contracts.config import ConfigFieldError, RunConfig
 from service.db.models import Evaluation, Run, RunAgent
-from service.driver.catalog import ConfigFieldError
 from service.selection import Candidate, UnknownStrategyError, make_strategy
 
 

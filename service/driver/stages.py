@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.config import RunConfig
+from contracts.config import RunConfig
 from service.db.models import Evaluation, Event, Run, RunAgent, StageScore, Step
 from service.runs import new_id
 

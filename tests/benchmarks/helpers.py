@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from worker.benchmarks import Task
-from worker.benchmarks.clade_mini import CladeMini
-from worker.benchmarks.gitops import git_ok
+from benchmarks import Task
+from benchmarks.clade_mini import CladeMini
+from benchmarks.gitops import git_ok
 
 Edit = Callable[[Path], None]  # changes files in a work tree
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.benchmarks import (
+from benchmarks import (
     BrokenTask,
     Task,
     UnknownBenchmark,
@@ -22,8 +22,8 @@ from worker.benchmarks import (
     register_benchmark,
     subset_tasks,
 )
-from worker.benchmarks.clade_mini import CladeMini
-from worker.benchmarks.gitops import git_ok, patch_paths
+from benchmarks.clade_mini import CladeMini
+from benchmarks.gitops import git_ok, patch_paths
 from worker.curriculum import statement_marker
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import BrokenTask, GradeReport, Task, TestGroupResult
+from benchmarks.check import TaskCheck, check_benchmark, describe, judge_task
 from sandbox.base import SandboxBackend, SandboxError, SandboxUnavailable
 from tests.benchmarks.local_backend import IMAGE, LocalBackend
-from worker.benchmarks import BrokenTask, GradeReport, Task, TestGroupResult
-from worker.benchmarks.check import TaskCheck, check_benchmark, describe, judge_task
 
 # (task, diff) -> the report grade() returns, or raises
 Verdict = Callable[[Task, str], GradeReport]

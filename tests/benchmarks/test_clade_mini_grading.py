@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import Task, TestStatus, find_task
+from benchmarks.check import TaskCheck, check_benchmark, describe
+from benchmarks.clade_mini import CladeMini
 from tests.benchmarks.conftest import Grader
 from tests.benchmarks.helpers import diff_after, replace_in, write
-from worker.benchmarks import Task, TestStatus, find_task
-from worker.benchmarks.check import TaskCheck, check_benchmark, describe
-from worker.benchmarks.clade_mini import CladeMini
 
 TASKS = CladeMini().tasks()
 TASK_IDS = [task.instance_id.removeprefix("clade-mini__") for task in TASKS]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from worker.benchmarks.gitops import apply_patch, git_ok, make_repo, patch_paths, reset_paths
+from benchmarks.gitops import apply_patch, git_ok, make_repo, patch_paths, reset_paths
 
 
 def repo_with(tmp_path: Path, files: dict[str, str]) -> Path:

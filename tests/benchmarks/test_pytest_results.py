@@ -13,8 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from worker.benchmarks import Task, TestStatus
-from worker.benchmarks.pytest_grading import (
+from benchmarks import Task, TestStatus
+from benchmarks.pytest_grading import (
     GRADER_PYTEST_ARGS,
     PLUGIN_MODULE,
     PLUGIN_SOURCE,

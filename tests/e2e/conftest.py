@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import redis
 
+from benchmarks.registry import get_benchmark
 from tests.servers import ServiceProcess, free_port, service_env, start_service
-from worker.benchmarks.registry import get_benchmark
 from worker.curriculum import Curriculum, build_script
 from worker.llm.scripted import ScriptedServer
 
@@ -46,7 +46,7 @@ class Cluster:
         }
         log = (self.root / f"worker-{name}-{len(self.workers)}.log").open("wb")
         process = subprocess.Popen(
-            [sys.executable, "-m", "service.cli.main", "worker", "--concurrency", "2", "--name", name],
+            [sys.executable, "-m", "cli.main", "worker", "--concurrency", "2", "--name", name],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -108,7 +108,7 @@ def test_generations_follow_the_script(cluster_factory: Callable[..., Cluster]) 
 
     # `clade run watch` replays the run's events and returns once the run has finished.
     watched = subprocess.run(
-        [sys.executable, "-m", "service.cli.main", "--json", "run", "watch", run_id],
+        [sys.executable, "-m", "cli.main", "--json", "run", "watch", run_id],
         env=os.environ | {"CLADE_SERVICE_URL": cluster.service.url},
         capture_output=True,
         text=True,

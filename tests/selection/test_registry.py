@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from service.config import SelectionConfig
+from contracts.config import SelectionConfig
 from service.selection import (
     Best,
     Hgm,

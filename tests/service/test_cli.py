@@ -19,7 +19,7 @@ def clade(service_url: str, data_dir: Path, *args: str) -> subprocess.CompletedP
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLADE_")}
     env |= {"CLADE_SERVICE_URL": service_url, "CLADE_DATA_DIR": str(data_dir), "COLUMNS": "200"}
     return subprocess.run(
-        [sys.executable, "-m", "service.cli.main", *args],
+        [sys.executable, "-m", "cli.main", *args],
         env=env,
         capture_output=True,
         text=True,

@@ -15,16 +15,16 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from benchmarks.catalog import BenchmarkCatalog
+from contracts.config import RunConfig
+from contracts.jobs import EvaluateJob, ImproveJob
+from contracts.records import EvaluationResult, EvaluationSubmission, UsageRecord
 from service.archive.git_store import GitStore
 from service.archive.store import Archive
-from service.config import RunConfig
 from service.db.engine import make_engine, make_session_factory
 from service.db.migrate import upgrade
 from service.db.models import Evaluation, Run, RunAgent, StageScore, Step
-from service.driver.catalog import BenchmarkCatalog
 from service.driver.loop import MAX_DISPATCHES, RunDriver
-from service.jobs import EvaluateJob, ImproveJob
-from service.records import EvaluationResult, EvaluationSubmission, UsageRecord
 from service.results import record_evaluation
 from service.runs import change_state, create_run
 from tests.conftest import write_agent

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from service.archive.errors import PatchError
+from contracts.errors import PatchError
 from service.archive.git_store import GitStore
 from tests.conftest import tar_names, write_agent
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.records import Durations, EvaluationResult, UsageRecord
+from contracts.records import Durations, EvaluationResult, UsageRecord
 
 SOLVE_MODEL = "scripted"  # the recorded archive says so wherever a model name appears
 

@@ -25,11 +25,11 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.config import RunConfig
+from contracts.config import RunConfig
+from contracts.records import EvaluationSubmission
 from service.db.engine import make_engine, make_session_factory
 from service.db.models import Evaluation, Run, RunAgent
 from service.driver.stages import advance
-from service.records import EvaluationSubmission
 from service.steps import open_step
 from tests.servers import ServiceProcess, free_port, service_env, start_service
 from tests.web import outcomes

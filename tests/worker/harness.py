@@ -28,14 +28,14 @@ from pydantic import SecretStr
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from contracts.jobs import EvaluateJob
+from contracts.records import EvaluationResult
+from contracts.settings import Settings
 from sandbox.base import OWNER_LABEL
 from sandbox.docker_backend import connect
 from service.db.engine import make_engine, make_session_factory
 from service.db.models import Run
 from service.driver.loop import Outbox, drive
-from service.jobs import EvaluateJob
-from service.records import EvaluationResult
-from service.settings import Settings
 from tests.conftest import tar_of
 from tests.servers import ServiceProcess, free_port, service_env, start_service
 from worker.context import WorkerContext, build_context

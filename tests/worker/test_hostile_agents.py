@@ -26,11 +26,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from benchmarks.base import Task, find_task
+from benchmarks.gitops import patch_paths
+from benchmarks.registry import get_benchmark
 from tests.worker.harness import SECRET_PREFIX, TASK_ID, Canary, Evaluated, EvaluationStack, make_agent
 from worker.agent_runner import MAX_LOG_CHARS
-from worker.benchmarks.base import Task, find_task
-from worker.benchmarks.gitops import patch_paths
-from worker.benchmarks.registry import get_benchmark
 
 pytestmark = pytest.mark.docker
 
@@ -327,7 +327,7 @@ def test_writes_outside_the_workspace_are_refused(
 @pytest.mark.xfail(
     strict=True,
     reason="known hole: the agent's code runs inside the grader's pytest process, so it can rewrite "
-    "the results file (worker/benchmarks/pytest_grading.py) after the plugin wrote it",
+    "the results file (benchmarks/pytest_grading.py) after the plugin wrote it",
 )
 def test_a_planted_conftest_cannot_forge_the_verdict(
     stack: EvaluationStack, tmp_path: Path, task: Task

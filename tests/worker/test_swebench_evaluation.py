@@ -27,12 +27,12 @@ from typing import Any
 
 import pytest
 
+from benchmarks.swebench import load_harness
 from sandbox.base import BACKEND_LABEL, OWNER_LABEL, ROLE_LABEL
 from sandbox.image_build import BUILD_ROLE, VENV
 from sandbox.images import TASK_REPOSITORY
 from tests.benchmarks.swebench.fixture_set import build_images, instance_rows, instances, repositories
 from tests.worker.harness import Evaluated, EvaluationStack, evaluation_stack
-from worker.benchmarks.swebench import load_harness
 from worker.llm.script import Match, Reply, Rule, Script, ToolCall
 
 pytestmark = pytest.mark.docker
@@ -58,7 +58,7 @@ def probe_command() -> str:
             "echo COMMAND_PYTHON=$(command -v python)",
             'echo IMAGE_PYTHON=$(PATH="$CLADE_IMAGE_PATH" command -v python)',
             "echo CLADE_PYTHON=$CLADE_PYTHON",
-            "\"$CLADE_PYTHON\" -c 'import openai; print(\"AGENT_OPENAI=ok\")'",
+            '"$CLADE_PYTHON" -c \'import openai; print("AGENT_OPENAI=ok")\'',
             "PATH=\"$CLADE_IMAGE_PATH\" python -c 'import openai' 2>/dev/null"
             " && echo IMAGE_OPENAI=yes || echo IMAGE_OPENAI=no",
         ]

@@ -8,10 +8,10 @@ from fastapi import APIRouter, Query, Response
 from fastapi.responses import PlainTextResponse
 from sqlalchemy import func, select
 
+from contracts.errors import NotFoundError
 from service import queries
 from service.api.deps import ArchiveDep, Reader, SessionDep
 from service.api.schemas import AgentDetail, AgentPublic, EvaluationDetail, Page
-from service.archive.errors import NotFoundError
 from service.archive.export import bundle_bytes, export_agent
 from service.db.models import Agent, Evaluation
 

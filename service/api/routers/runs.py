@@ -11,11 +11,11 @@ from fastapi.responses import PlainTextResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from contracts.config import RunConfig
 from service import queries, runs
 from service.api.deps import AdminOnly, ArchiveDep, Reader, ServicesDep, SessionDep
 from service.api.schemas import Lineage, Page, RunAgentPublic, RunDetail, RunPublic
 from service.archive.export import export_top, predictions_jsonl
-from service.config import RunConfig
 from service.db.models import Event
 from service.driver.dispatch import check_time_limits
 from service.driver.parents import check_selection

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
+from contracts.records import ChildSubmission, EvaluationSubmission, StepFailure
 from service import queries
 from service.api.deps import ArchiveDep, SessionDep, WorkerOnly
-from service.api.schemas import AgentPublic, ChildSubmission, EvaluationPublic, StepFailure
-from service.records import EvaluationSubmission
+from service.api.schemas import AgentPublic, EvaluationPublic
 from service.results import record_evaluation, reject_step
 
 router = APIRouter(prefix="/api/worker", tags=["worker"], dependencies=[WorkerOnly])

@@ -6,9 +6,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from worker.benchmarks import Task
-from worker.benchmarks.gitops import git_ok
-from worker.benchmarks.polyglot import Polyglot
+from benchmarks import Task
+from benchmarks.gitops import git_ok
+from benchmarks.polyglot import Polyglot
 
 Edit = Callable[[Path], None]  # changes files in a work tree
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import GradeReport, Task, TestStatus, find_task
+from benchmarks.polyglot import FIXTURES_DIR, Polyglot, ToolchainMissing, image_probe
 from sandbox.base import SandboxBackend, SandboxSpec
 from tests.benchmarks.local_backend import IMAGE as LOCAL_IMAGE
 from tests.benchmarks.local_backend import LocalBackend
-from worker.benchmarks import GradeReport, Task, TestStatus, find_task
-from worker.benchmarks.polyglot import FIXTURES_DIR, Polyglot, ToolchainMissing, image_probe
 
 from .layouts import agent_diff, delete, gold_solution, write, write_rust_exercise
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from worker.benchmarks import BrokenTask, find_task, get_benchmark, known_benchmarks
-from worker.benchmarks.gitops import apply_patch, git_ok, patch_paths
-from worker.benchmarks.polyglot import FIXTURES_DIR, Polyglot
-from worker.benchmarks.polyglot.languages import SPECS
-from worker.benchmarks.polyglot.layout import pair_examples
+from benchmarks import BrokenTask, find_task, get_benchmark, known_benchmarks
+from benchmarks.gitops import apply_patch, git_ok, patch_paths
+from benchmarks.polyglot import FIXTURES_DIR, Polyglot
+from benchmarks.polyglot.languages import SPECS
+from benchmarks.polyglot.layout import pair_examples
 
 from .layouts import write_exercise, write_rust_exercise
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from benchmarks import BenchmarkError, get_benchmark
+from benchmarks.catalog import BenchmarkCatalog
+from benchmarks.polyglot import Polyglot, PolyglotOptionsError, ToolchainMissing
+from benchmarks.polyglot.languages import SPECS, LanguageName
 from sandbox.base import SandboxError
-from service.driver.catalog import BenchmarkCatalog
-from worker.benchmarks import BenchmarkError, get_benchmark
-from worker.benchmarks.polyglot import Polyglot, PolyglotOptionsError, ToolchainMissing
-from worker.benchmarks.polyglot.languages import SPECS, LanguageName
 
 from .layouts import write_exercise, write_rust_exercise
 

@@ -10,8 +10,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks.gitops import apply_patch, git_ok, make_repo
 from tests.benchmarks.swebench.fixture_set import REPOS, Instance
-from worker.benchmarks.gitops import apply_patch, git_ok, make_repo
 
 Edit = Callable[[Path], None]
 

@@ -15,9 +15,9 @@ from typing import Any
 import docker
 import pytest
 
+from benchmarks.swebench import Harness, SWEbench, SWEbenchOptions, load_harness
 from sandbox.base import SandboxBackend
 from tests.benchmarks.swebench.fixture_set import build_images, instance_rows, repositories, write_jsonl
-from worker.benchmarks.swebench import Harness, SWEbench, SWEbenchOptions, load_harness
 
 
 @dataclass(frozen=True)

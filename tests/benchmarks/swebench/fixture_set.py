@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.gitops import git_ok
+from benchmarks.swebench.patches import split_files, touched_paths
 from sandbox.base import BACKEND_LABEL, OWNER_LABEL, ROLE_LABEL
 from sandbox.image_build import BUILD_ROLE
-from worker.benchmarks.gitops import git_ok
-from worker.benchmarks.swebench.patches import split_files, touched_paths
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPOS = FIXTURES / ".repos"

@@ -15,7 +15,13 @@ from pathlib import Path
 
 import docker
 
+from benchmarks.gitops import apply_patch
+from benchmarks.swebench import load_harness
+from benchmarks.swebench.grading import Resources, run_eval_script
+from benchmarks.swebench.tasks import to_task
+from benchmarks.swebench.testbed import export_base
 from sandbox.images import ensure_base_image
+from sandbox.ownership import give_to_sandbox_user
 from sandbox.registry import get_backend
 from tests.benchmarks.swebench.agent_diffs import named_diff
 from tests.benchmarks.swebench.fixture_set import (
@@ -26,12 +32,6 @@ from tests.benchmarks.swebench.fixture_set import (
     repositories,
 )
 from tests.benchmarks.swebench.log_cases import log_cases
-from worker.benchmarks.gitops import apply_patch
-from worker.benchmarks.swebench import load_harness
-from worker.benchmarks.swebench.grading import Resources, run_eval_script
-from worker.benchmarks.swebench.tasks import to_task
-from worker.benchmarks.swebench.testbed import export_base
-from worker.workspace import give_to_sandbox_user
 
 APPLY_PATCH_FAIL = ">>>>> Patch Apply Failed"
 

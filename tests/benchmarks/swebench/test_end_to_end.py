@@ -8,7 +8,11 @@ from typing import Any
 
 import pytest
 
+from benchmarks import BrokenTask, GradeReport, TestStatus, find_task
+from benchmarks.gitops import git_ok
+from benchmarks.swebench import Harness, SWEbench, SWEbenchOptions, SWEbenchTask
 from sandbox.base import Mount, SandboxBackend, SandboxSpec, SandboxUnavailable
+from sandbox.ownership import give_to_sandbox_user
 from tests.benchmarks.swebench.agent_diffs import (
     STALE_DIFF,
     diff_after,
@@ -19,10 +23,6 @@ from tests.benchmarks.swebench.agent_diffs import (
 )
 from tests.benchmarks.swebench.conftest import FixtureSet
 from tests.benchmarks.swebench.fixture_set import instances, write_jsonl
-from worker.benchmarks import BrokenTask, GradeReport, TestStatus, find_task
-from worker.benchmarks.gitops import git_ok
-from worker.benchmarks.swebench import Harness, SWEbench, SWEbenchOptions, SWEbenchTask
-from worker.workspace import give_to_sandbox_user
 
 pytestmark = pytest.mark.docker
 INSTANCES = {instance.meta["instance_id"]: instance for instance in instances()}

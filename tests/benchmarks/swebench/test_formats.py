@@ -9,9 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.benchmarks.swebench.conftest import Repos
-from tests.benchmarks.swebench.fixture_set import instance_rows, write_jsonl
-from worker.benchmarks.swebench import (
+from benchmarks.swebench import (
     Harness,
     HarnessUnavailable,
     SWEbench,
@@ -19,7 +17,9 @@ from worker.benchmarks.swebench import (
     UnsupportedInstance,
     load_harness,
 )
-from worker.benchmarks.swebench.tasks import to_task
+from benchmarks.swebench.tasks import to_task
+from tests.benchmarks.swebench.conftest import Repos
+from tests.benchmarks.swebench.fixture_set import instance_rows, write_jsonl
 
 OTHER_FORMAT = {"swebench-5": "swebench-4", "swebench-4": "swebench-5"}
 

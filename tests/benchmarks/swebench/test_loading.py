@@ -13,8 +13,8 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
-from worker.benchmarks import UnknownTask, get_benchmark, known_benchmarks
-from worker.benchmarks.swebench import (
+from benchmarks import UnknownTask, get_benchmark, known_benchmarks
+from benchmarks.swebench import (
     DatasetError,
     Harness,
     InvalidOptions,
@@ -23,7 +23,7 @@ from worker.benchmarks.swebench import (
     SWEbenchTask,
     load_rows,
 )
-from worker.benchmarks.swebench import dataset as dataset_module
+from benchmarks.swebench import dataset as dataset_module
 
 NO_DOCKER = object()  # the client of benchmarks that must not touch Docker
 IDS = ["clade-fixtures__tinyinv-1", "clade-fixtures__tinyinv-2", "clade-fixtures__wrapkit-1"]

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
+from benchmarks import TestStatus
+from benchmarks.swebench import Harness
+from benchmarks.swebench.grading import verdict
+from benchmarks.swebench.tasks import to_task
 from tests.benchmarks.swebench.fixture_set import instances
 from tests.benchmarks.swebench.log_cases import LogCase, log_cases
-from worker.benchmarks import TestStatus
-from worker.benchmarks.swebench import Harness
-from worker.benchmarks.swebench.grading import verdict
-from worker.benchmarks.swebench.tasks import to_task
 
 IDS = {instance.name: instance.meta["instance_id"] for instance in instances()}
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.gitops import apply_patch, make_repo
+from benchmarks.swebench import graded_patch, is_test_path, predictions_jsonl
+from benchmarks.swebench.patches import split_files, touched_paths
 from tests.benchmarks.swebench.agent_diffs import diff_after, gold, own_merge_tests, write
 from tests.benchmarks.swebench.fixture_set import instances
-from worker.benchmarks.gitops import apply_patch, make_repo
-from worker.benchmarks.swebench import graded_patch, is_test_path, predictions_jsonl
-from worker.benchmarks.swebench.patches import split_files, touched_paths
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,168 @@
+"""Reading the Aider polyglot layout: exercises, their statements, repositories and gold patches.
+
+<root>/<language>/exercises/practice/<exercise>/
+    .docs/instructions.md            the statement (after .docs/introduction.md if any)
+    .docs/instructions.append.md     optional, appended to it
+    .meta/config.json                files.solution, files.test, files.example
+    .meta/<example solution>         never shown to the agent
+    <stub solution files>, <test files>, <build files>
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from benchmarks.base import BrokenTask
+from benchmarks.gitops import git_ok
+from benchmarks.polyglot.languages import NEVER_SOLUTION_FILES, SPECS, LanguageName
+
+ID_PREFIX = "polyglot"
+# Folders of an exercise the agent's repository leaves out: the statement is given
+# separately, and .meta holds the example solution.
+_HIDDEN_FOLDERS = frozenset({".meta", ".docs"})
+_JUNK = shutil.ignore_patterns(
+    ".git", "__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache", ".ruff_cache", "node_modules"
+)
+
+
+class _Files(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    solution: list[str] = Field(min_length=1)
+    test: list[str] = Field(min_length=1)
+    example: list[str] = Field(min_length=1)
+
+
+class _Config(BaseModel):
+    """The part of `.meta/config.json` the benchmark reads."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    files: _Files
+
+
+@dataclass(frozen=True)
+class Exercise:
+    language: LanguageName
+    name: str
+    path: Path
+    solution: tuple[str, ...]  # files the agent is asked to edit
+    tests: tuple[str, ...]
+    examples: tuple[tuple[str, str], ...]  # (solution file, example file that replaces it)
+
+    @property
+    def key(self) -> str:
+        return f"{self.language}/{self.name}"
+
+    @property
+    def instance_id(self) -> str:
+        return f"{ID_PREFIX}__{self.language}__{self.name}"
+
+
+def exercise_folders(root: Path, language: str) -> list[Path]:
+    practice = root / language / "exercises" / "practice"
+    if not practice.is_dir():
+        return []
+    return sorted(path for path in practice.iterdir() if path.is_dir() and not path.name.startswith("."))
+
+
+def load_exercise(language: LanguageName, path: Path) -> Exercise:
+    where = f"polyglot exercise {language}/{path.name}"
+    try:
+        files = _Config.model_validate_json((path / ".meta" / "config.json").read_bytes()).files
+    except FileNotFoundError as exc:
+        raise BrokenTask(f"{where}: missing .meta/config.json") from exc
+    except ValidationError as exc:
+        raise BrokenTask(f"{where}: .meta/config.json: {exc.errors()[0]['msg']} at {_loc(exc)}") from exc
+    for name in [*files.solution, *files.test, *files.example, ".docs/instructions.md"]:
+        _check_file(where, path, name)
+    solution = tuple(name for name in files.solution if PurePosixPath(name).name not in NEVER_SOLUTION_FILES)
+    if set(solution) & set(files.test):
+        raise BrokenTask(f"{where}: a file is both a solution file and a test file")
+    examples = pair_examples(solution, files.example)
+    if not examples:
+        raise BrokenTask(f"{where}: no example file matches a solution file ({', '.join(solution)})")
+    return Exercise(language, path.name, path, solution, tuple(files.test), examples)
+
+
+def pair_examples(solution: tuple[str, ...], examples: list[str]) -> tuple[tuple[str, str], ...]:
+    """Which example file replaces which solution file: one of each pair up; otherwise by
+    file name (java), then by suffix when only one example has it (cpp's .h and .cpp)."""
+    if len(solution) == 1 and len(examples) == 1:
+        return ((solution[0], examples[0]),)
+    pairs: list[tuple[str, str]] = []
+    left = list(examples)
+    for target in solution:
+        name, suffix = PurePosixPath(target).name, PurePosixPath(target).suffix
+        match = [example for example in left if PurePosixPath(example).name == name]
+        if not match:
+            match = [example for example in left if PurePosixPath(example).suffix == suffix]
+        if len(match) == 1:
+            pairs.append((target, match[0]))
+            left.remove(match[0])
+    return tuple(pairs)
+
+
+def statement(exercise: Exercise) -> str:
+    docs = exercise.path / ".docs"
+    parts = [
+        (docs / name).read_text().strip()
+        for name in ("introduction.md", "instructions.md", "instructions.append.md")
+        if (docs / name).is_file()
+    ]
+    solution = ", ".join(f"`{name}`" for name in exercise.solution)
+    tests = ", ".join(f"`{name}`" for name in exercise.tests)
+    command = SPECS[exercise.language].display_command(list(exercise.tests))
+    parts.append(
+        "## Your task\n\n"
+        f"Solve this exercise by editing {solution} in the repository. "
+        f"The tests are in {tests} and run with `{command}`; the exercise is solved when "
+        "they all pass. Do not change the tests: they are put back as they were before "
+        "grading. Keep the names of the existing functions, classes and files, which the "
+        "tests use, and use only the language's standard library."
+    )
+    return "\n\n".join(parts) + "\n"
+
+
+def build_repo(exercise: Exercise, dest: Path) -> str:
+    """Write the exercise, without .meta and .docs, at `dest` (new or empty) as a git work
+    tree with one commit (fixed identity and date, so the same files give the same sha)."""
+    if dest.exists() and any(dest.iterdir()):
+        raise FileExistsError(f"{dest} is not empty")
+    source = str(exercise.path)
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        hidden = set(_HIDDEN_FOLDERS.intersection(names)) if folder == source else set()
+        return hidden | set(_JUNK(folder, names))
+
+    # shutil.copy keeps the executable bit (gradlew), which git records.
+    shutil.copytree(exercise.path, dest, ignore=ignore, copy_function=shutil.copy, dirs_exist_ok=True)
+    git_ok(dest, "init", "--quiet", "--initial-branch=main")
+    git_ok(dest, "add", "--all")
+    git_ok(dest, "commit", "--quiet", "--no-verify", "--message", f"{ID_PREFIX}/{exercise.key}: exercise")
+    return git_ok(dest, "rev-parse", "HEAD").strip()
+
+
+def gold_patch(exercise: Exercise, work: Path) -> tuple[str, str]:
+    """(base commit, the stub -> example diff), built in the empty folder `work`."""
+    sha = build_repo(exercise, work)
+    for target, example in exercise.examples:
+        shutil.copyfile(exercise.path / example, work / target)
+    git_ok(work, "add", "--all")
+    return sha, git_ok(work, "diff", "--cached", "--binary")
+
+
+def _check_file(where: str, folder: Path, name: str) -> None:
+    relative = PurePosixPath(name)
+    if relative.is_absolute() or ".." in relative.parts:
+        raise BrokenTask(f"{where}: {name!r} is not a path inside the exercise")
+    if not (folder / relative).is_file():
+        raise BrokenTask(f"{where}: missing file {name}")
+
+
+def _loc(exc: ValidationError) -> str:
+    return ".".join(str(part) for part in exc.errors()[0]["loc"])

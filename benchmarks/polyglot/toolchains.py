@@ -1,0 +1,107 @@
+"""Does the sandbox image have a language's toolchain? Asked once, with `command -v` in a sandbox."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Sequence
+
+from benchmarks.base import BenchmarkError
+from benchmarks.polyglot.languages import BASE_IMAGE_LANGUAGES, SPECS, LanguageName
+from sandbox.base import LABEL_PREFIX, SandboxBackend, SandboxError, SandboxSpec
+
+# Commands -> the ones the image has.
+ToolchainProbe = Callable[[Sequence[str]], set[str]]
+
+PROBE_OWNER = "clade-polyglot-probe"
+_PROBE_SCRIPT = 'for tool in "$@"; do command -v "$tool" >/dev/null 2>&1 && echo "$tool"; done; exit 0'
+_ALL_TOOLS = tuple(sorted({tool for spec in SPECS.values() for tool in spec.tools}))
+
+
+class ToolchainMissing(BenchmarkError):
+    """The benchmark was asked for a language the sandbox image cannot run."""
+
+
+def image_probe(backend: SandboxBackend, image: str, timeout_s: float = 60.0) -> ToolchainProbe:
+    """A probe that starts one sandbox from `image` per call and closes it after."""
+
+    def probe(tools: Sequence[str]) -> set[str]:
+        spec = SandboxSpec(image=image, workdir="/tmp", labels={f"{LABEL_PREFIX}.purpose": "toolchain-probe"})
+        sandbox = backend.start(spec)
+        try:
+            result = sandbox.exec(["sh", "-c", _PROBE_SCRIPT, "probe", *tools], timeout_s=timeout_s)
+        finally:
+            sandbox.close()
+        if result.exit_code != 0 or result.timed_out:
+            raise SandboxError(f"the toolchain probe failed in {image}: {result.stderr.strip()[-500:]}")
+        return set(result.stdout.split()) & set(tools)
+
+    return probe
+
+
+_default_lock = threading.Lock()
+_default_found: set[str] | None = None
+
+
+def default_probe(tools: Sequence[str]) -> set[str]:
+    """Probe Clade's base image on the local Docker engine (built on first use), once per process."""
+    global _default_found
+    with _default_lock:
+        if _default_found is None:
+            from sandbox.docker_backend import DockerBackend, connect
+            from sandbox.images import ensure_base_image
+
+            client = connect()
+            try:
+                backend = DockerBackend(client, owner=PROBE_OWNER)
+                _default_found = image_probe(backend, ensure_base_image(client))(_ALL_TOOLS)
+            finally:
+                client.close()
+        return _default_found & set(tools)
+
+
+def check_toolchains(
+    languages: Iterable[LanguageName],
+    *,
+    available: Iterable[LanguageName] | None,
+    probe: ToolchainProbe,
+) -> None:
+    """Raise `ToolchainMissing`, naming each language and what it lacks, unless every one
+    of `languages` can run: listed in `available` when given, else found by `probe`."""
+    wanted = list(languages)
+    if available is not None:
+        declared = set(available)
+        refused = [language for language in wanted if language not in declared]
+        if refused:
+            raise ToolchainMissing(
+                f"polyglot cannot run {_names(refused)} exercises: available_languages lists only "
+                f"{_names(sorted(declared)) or 'none'}; remove {_names(refused)} from `languages`"
+            )
+        return
+    to_probe = [language for language in wanted if language not in BASE_IMAGE_LANGUAGES]
+    if not to_probe:
+        return
+    tools = sorted({tool for language in to_probe for tool in SPECS[language].tools})
+    try:
+        found = probe(tools)
+    except SandboxError as exc:
+        raise ToolchainMissing(
+            f"polyglot could not check the sandbox image for {', '.join(tools)} "
+            f"(needed by {_names(to_probe)}): {exc}; set `available_languages` to skip the check"
+        ) from exc
+    problems = []
+    for language in to_probe:
+        spec = SPECS[language]
+        missing = [tool for tool in spec.tools if tool not in found]
+        if missing:
+            needs = ", ".join(f"`{tool}`" for tool in missing)
+            problems.append(f"{language} needs {needs} (its tests run `{spec.display_command([])}`)")
+    if problems:
+        raise ToolchainMissing(
+            "polyglot cannot run these languages: the sandbox image lacks their toolchain: "
+            + "; ".join(problems)
+            + ". Use an image that has it, or remove them from the `languages` option."
+        )
+
+
+def _names(languages: Iterable[str]) -> str:
+    return ", ".join(languages)

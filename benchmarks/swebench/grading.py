@@ -1,0 +1,205 @@
+"""Grade a diff the way the SWE-bench harness does, in a fresh sandbox of the instance image.
+
+1. Drop the diff's changes to test files (`patches.graded_patch`).
+2. Copy /testbed out of the instance image (with its git history) and apply the rest
+   of the diff there, on the host; a diff that does not apply is a verdict.
+3. Run the instance's eval script (swebench's `TestSpec.eval_script`: it applies the
+   test patch, prints the start and end markers around the test run, and records the
+   test command's exit code) in a fresh hardened sandbox of the instance image, with
+   that copy mounted at /testbed; stdout and stderr go to one log, as in the harness.
+4. Read the log with swebench's own `get_logs_eval` (per-test statuses, through the
+   instance's log parser) and decide with its own `get_eval_report`. A timeout is
+   never resolved: the harness raises on one before it grades.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.base import GradeReport, TestGroupResult, TestStatus, unapplied
+from benchmarks.gitops import apply_patch
+from benchmarks.swebench.harness import Harness
+from benchmarks.swebench.patches import graded_patch
+from benchmarks.swebench.tasks import EVAL_DIR, EVAL_SCRIPT, SWEbenchTask
+from benchmarks.swebench.testbed import export_base
+from sandbox.base import LABEL_PREFIX, Mount, SandboxBackend, SandboxSpec
+from sandbox.ownership import give_to_sandbox_user
+
+MODEL_NAME = "clade"
+LOG_NAME = "test_output.txt"
+MAX_LOG_BYTES = 64_000_000
+LOG_TAIL_CHARS = 5_000
+# What the harness appends to the log of a run it stopped (run_evaluation.run_instance).
+TIMEOUT_LINE = "\n\nTimeout error: {timeout} seconds exceeded."
+EVAL_ENV = {
+    "HOME": "/tmp",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    # No network: pip in an eval script fails at once instead of retrying.
+    "PIP_NO_INDEX": "1",
+    "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    # The repository copy belongs to the worker's user, the eval script runs as uid 1000.
+    "GIT_CONFIG_COUNT": "1",
+    "GIT_CONFIG_KEY_0": "safe.directory",
+    "GIT_CONFIG_VALUE_0": "*",
+}
+
+
+@dataclass(frozen=True)
+class Resources:
+    """Limits of the grading sandbox."""
+
+    memory_mb: int = 4096
+    cpus: float = 1.0
+    pids: int = 1024
+
+
+@dataclass(frozen=True)
+class EvalRun:
+    """The combined output of one eval script run."""
+
+    log: str
+    exit_code: int
+    timed_out: bool
+    truncated: bool
+
+
+def grade_task(
+    task: SWEbenchTask,
+    diff: str,
+    *,
+    harness: Harness,
+    client: Any,
+    backend: SandboxBackend,
+    timeout_s: float,
+    resources: Resources,
+) -> GradeReport:
+    started = time.monotonic()
+    graded = graded_patch(diff, test_patch=task.test_patch, gold_patch=task.patch)
+    dropped = f"; changes to test files left out: {', '.join(graded.dropped)}" if graded.dropped else ""
+    with tempfile.TemporaryDirectory(prefix="clade-swebench-", ignore_cleanup_errors=True) as tmp:
+        work = Path(tmp)
+        repo = export_base(client, task, work / "export")
+        applied = apply_patch(repo, graded.patch)
+        if not applied.applied:
+            return unapplied(task, applied.error, started, dropped)
+        eval_dir = work / "eval"
+        eval_dir.mkdir()
+        (eval_dir / "eval.sh").write_text(harness.test_spec(task.instance()).eval_script)
+        os.chmod(eval_dir, 0o755)
+        os.chmod(eval_dir / "eval.sh", 0o644)
+        give_to_sandbox_user(repo)
+        run = run_eval_script(task, repo, eval_dir, backend=backend, timeout_s=timeout_s, resources=resources)
+        log_path = work / LOG_NAME
+        log_path.write_text(run.log)
+        report = verdict(task, harness, log_path, model_patch=graded.patch, timed_out=run.timed_out)
+    reason = report.reason
+    if run.timed_out:
+        reason = f"the tests timed out after {timeout_s:g}s; {reason}"
+    elif run.truncated:
+        reason = f"{reason}; the test log was cut at {MAX_LOG_BYTES} bytes"
+    return report.model_copy(
+        update={
+            "reason": reason + dropped,
+            "tests_exit_code": None if run.timed_out else run.exit_code,
+            "log_tail": run.log[-LOG_TAIL_CHARS:],
+            "duration_s": time.monotonic() - started,
+        }
+    )
+
+
+def run_eval_script(
+    task: SWEbenchTask,
+    repo: Path,
+    eval_dir: Path,
+    *,
+    backend: SandboxBackend,
+    timeout_s: float,
+    resources: Resources,
+) -> EvalRun:
+    """Run `eval_dir/eval.sh` in a fresh sandbox of the task's image, `repo` at its repo path."""
+    spec = SandboxSpec(
+        image=task.image,
+        mounts=[
+            Mount(source=repo, target=task.repo_path, read_only=False),
+            Mount(source=eval_dir, target=EVAL_DIR, read_only=True),
+        ],
+        workdir=task.repo_path,
+        env=EVAL_ENV,
+        memory_mb=resources.memory_mb,
+        cpus=resources.cpus,
+        pids=resources.pids,
+        output_cap_bytes=MAX_LOG_BYTES,
+        labels={f"{LABEL_PREFIX}.purpose": "grade", f"{LABEL_PREFIX}.task": task.instance_id},
+    )
+    sandbox = backend.start(spec)
+    try:
+        # One stream, as `docker exec` gives the harness: `set -x` traces go to stderr.
+        result = sandbox.exec(
+            ["/bin/bash", "-c", f"exec /bin/bash {EVAL_SCRIPT} 2>&1"], timeout_s=timeout_s, cwd=task.repo_path
+        )
+    finally:
+        sandbox.close()
+    log = result.stdout + result.stderr
+    if result.timed_out:
+        log += TIMEOUT_LINE.format(timeout=f"{timeout_s:g}")
+    return EvalRun(
+        log=log, exit_code=result.exit_code, timed_out=result.timed_out, truncated=result.output_truncated
+    )
+
+
+def verdict(
+    task: SWEbenchTask, harness: Harness, log_path: Path, *, model_patch: str, timed_out: bool = False
+) -> GradeReport:
+    """The swebench package's verdict on one test log, as a GradeReport."""
+    test_spec = harness.test_spec(task.instance())
+    statuses, gradable = harness.status_map(test_spec, log_path)
+    prediction = {
+        "instance_id": task.instance_id,
+        "model_name_or_path": MODEL_NAME,
+        "model_patch": model_patch,
+    }
+    report = harness.report(test_spec, prediction, log_path)
+    groups = report.get("tests_status") or {}
+    fail_to_pass = _group(groups.get("FAIL_TO_PASS"), task.FAIL_TO_PASS)
+    pass_to_pass = _group(groups.get("PASS_TO_PASS"), task.PASS_TO_PASS)
+    resolved = bool(report["resolved"]) and not timed_out
+    if resolved:
+        reason = "resolved: all FAIL_TO_PASS and PASS_TO_PASS tests pass"
+    elif not gradable:
+        reason = (
+            "not resolved: swebench finds no gradable test results in the log (the tests errored or did "
+            "not run, or the log contradicts the test command's exit code)"
+        )
+        if report.get("infra_failure_reason"):
+            reason += f"; it looks like an environment failure: {report['infra_failure_reason']}"
+    else:
+        reason = (
+            f"not resolved: {len(fail_to_pass.failure)}/{len(task.FAIL_TO_PASS)} FAIL_TO_PASS "
+            f"and {len(pass_to_pass.failure)}/{len(task.PASS_TO_PASS)} PASS_TO_PASS tests fail"
+        )
+    return GradeReport(
+        instance_id=task.instance_id,
+        resolved=resolved,
+        patch_applied=True,
+        reason=reason,
+        test_statuses={test: _status(status) for test, status in statuses.items()},
+        FAIL_TO_PASS=fail_to_pass,
+        PASS_TO_PASS=pass_to_pass,
+        tests_timed_out=timed_out,
+    )
+
+
+def _group(result: dict[str, list[str]] | None, expected: list[str]) -> TestGroupResult:
+    if result is None:  # no gradable log: every expected test failed
+        return TestGroupResult(failure=list(expected))
+    return TestGroupResult(success=list(result.get("success", [])), failure=list(result.get("failure", [])))
+
+
+def _status(value: str) -> TestStatus:
+    known = {status.value for status in TestStatus}
+    return TestStatus(value) if value in known else TestStatus.ERROR

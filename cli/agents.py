@@ -1,0 +1,73 @@
+"""`clade agent ...`: show, diff and export agents."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from cli.client import CliError
+from cli.context import CliContext
+from cli.output import fmt_score, fmt_usd, reported_errors, short
+
+app = typer.Typer(no_args_is_help=True)
+
+FORMATS = {"tar.gz": "export", "bundle": "bundle", "patches": "patches", "code": "code"}
+
+
+@app.command("show")
+def show(ctx: typer.Context, agent_id: str) -> None:
+    """An agent's lineage, and its scores in each run."""
+    cli: CliContext = ctx.obj
+    with reported_errors():
+        agent = cli.client().get(f"/api/agents/{agent_id}")
+    if cli.as_json:
+        cli.emit_json(agent)
+        return
+    cli.console.print(f"agent [bold]{agent['id']}[/bold] ({agent['kind']})")
+    cli.console.print("lineage: " + " -> ".join(short(a) for a in agent["lineage"]))
+    table = Table("run", "status", "score", "stages", "cost", "reason")
+    for run in agent["runs"]:
+        stages = " ".join(f"{s['resolved']}/{s['total']}" for s in run["stages"])
+        table.add_row(
+            run["run_id"],
+            run["status"],
+            fmt_score(run["score"]),
+            stages,
+            fmt_usd(run["usd"]),
+            (run["reason"] or "")[:60],
+        )
+    cli.console.print(table)
+
+
+@app.command("diff")
+def diff(ctx: typer.Context, agent_id: str) -> None:
+    """The agent's change against its parent."""
+    cli: CliContext = ctx.obj
+    with reported_errors():
+        text = cli.client().download(f"/api/agents/{agent_id}/diff").decode()
+    print(text, end="")
+
+
+@app.command("export")
+def export(
+    ctx: typer.Context,
+    agent_id: str,
+    out: Annotated[Path, typer.Option("--out", "-o", help="File to write")],
+    fmt: Annotated[
+        str, typer.Option("--format", help="tar.gz (code + metadata.json), bundle, patches or code")
+    ] = "tar.gz",
+) -> None:
+    """Export an agent to a file."""
+    cli: CliContext = ctx.obj
+    with reported_errors():
+        if fmt not in FORMATS:
+            raise CliError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+        data = cli.client().download(f"/api/agents/{agent_id}/{FORMATS[fmt]}")
+        out.write_bytes(data)
+    if cli.as_json:
+        cli.emit_json({"agent_id": agent_id, "out": str(out), "bytes": len(data)})
+    else:
+        cli.console.print(f"wrote {out} ({len(data)} bytes)")

@@ -1,0 +1,109 @@
+"""`clade demo`: a small evolution run on clade-mini, from a fresh machine, with progress."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from cli.client import ApiClient
+from cli.output import fmt_score, fmt_usd, short
+from cli.runs import describe_event
+from cli.seeds import pack_agent
+from cli.stack import SEED_AGENT_DIR, Stack
+
+DEMO_CONFIG: dict[str, Any] = {
+    "name": "demo",
+    "benchmark": {"name": "clade-mini"},
+    "stages": [{"subset": "mini-5", "threshold": 0.2}, {"subset": "mini-10"}],
+    "selection": {"strategy": "score_child_prop"},
+    "budget": {"max_children": 4, "max_wall_time_s": 1800},
+    "limits": {
+        "solve_timeout_s": 120,
+        "improve_timeout_s": 180,
+        "test_timeout_s": 120,
+        "max_agent_steps": 10,
+    },
+    "parallelism": 2,
+    "rng_seed": 0,
+}
+SHOWN = (
+    "child_created",
+    "agent_admitted",
+    "agent_rejected",
+    "step_rejected",
+    "run_completed",
+    "run_cancelled",
+)
+
+
+def run_demo(stack: Stack, client: ApiClient, console: Console, max_children: int) -> str:
+    if stack.scripted:
+        console.print(
+            "[yellow]model: the SCRIPTED offline model (a deterministic stand-in, not a real LLM)[/yellow] "
+            f"at {stack.llm_base_url}"
+        )
+    else:
+        console.print(f"model: {stack.llm_base_url}")
+    seed = client.post(
+        "/api/seeds",
+        files={"file": ("seed.tar", pack_agent(SEED_AGENT_DIR), "application/x-tar")},
+        data={"name": "clade-seed"},
+    )
+    console.print(f"seed agent imported: {seed['id']}")
+    config = DEMO_CONFIG | {"seed_agent": seed["id"]}
+    config["budget"] = DEMO_CONFIG["budget"] | {"max_children": max_children}
+    run = client.post("/api/runs", json=config)
+    console.print(
+        f"run {run['id']} started: {max_children} children, stages mini-5 (>= 20% to go on) then mini-10"
+    )
+    console.print(
+        f"watch it elsewhere with: clade run watch {run['id']}   (dashboard data: {stack.service_url}/docs)"
+    )
+    last = 0
+    while True:
+        stack.check_alive()
+        for event in client.get(f"/api/runs/{run['id']}/events", after=last, limit=500):
+            last = event["id"]
+            if event["kind"] in SHOWN:
+                console.print(describe_event(event))
+        state = client.get(f"/api/runs/{run['id']}")
+        if state["status"] in ("completed", "cancelled", "failed"):
+            break
+        time.sleep(1.0)
+    summarize(client, console, run["id"])
+    return str(run["id"])
+
+
+def summarize(client: ApiClient, console: Console, run_id: str) -> None:
+    run = client.get(f"/api/runs/{run_id}")
+    nodes = client.get(f"/api/runs/{run_id}/lineage")["nodes"]
+    table = Table("agent", "parent", "step", "status", "score", "children", "reason", title="the archive")
+    for node in nodes:
+        table.add_row(
+            short(node["id"]),
+            short(node["parent_id"]),
+            str(node["step"] or 0),
+            node["status"],
+            fmt_score(node["score"]),
+            str(node["children"]),
+            (node["reason"] or "")[:70],
+        )
+    console.print(table)
+    progress = run["progress"]
+    console.print(
+        f"run {run['status']}: {run['stop_reason']}; cost {fmt_usd(progress['usd'])}, "
+        f"{progress['tokens']} tokens, {progress['elapsed_s']:.0f}s"
+    )
+    best = progress["best_agent_id"]
+    if best:
+        by_id = {node["id"]: node for node in nodes}
+        lineage = client.get(f"/api/agents/{best}")["lineage"]
+        path = " -> ".join(
+            f"{short(a)} ({fmt_score(by_id[a]['score'] if a in by_id else None)})" for a in lineage
+        )
+        console.print(f"best agent {best}: score {fmt_score(progress['best_score'])}")
+        console.print(f"its lineage: {path}")
+        console.print(f"export it with: clade agent export {best} --out best-agent.tar.gz")

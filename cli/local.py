@@ -1,0 +1,125 @@
+"""Commands that run processes on this machine: the service, migrations."""
+
+from __future__ import annotations
+
+import signal
+import time
+from typing import Annotated
+from urllib.parse import urlparse
+
+import typer
+
+from contracts.settings import get_settings
+
+db_app = typer.Typer(no_args_is_help=True)
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Apply database migrations (the service also does this when it starts)."""
+    from service.db.migrate import upgrade
+
+    settings = get_settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    upgrade(settings.resolved_database_url)
+    typer.echo(f"database at {settings.resolved_database_url} is up to date")
+
+
+def serve(
+    host: Annotated[str | None, typer.Option(help="Bind address [default: from CLADE_SERVICE_URL]")] = None,
+    port: Annotated[int | None, typer.Option(help="Port [default: from CLADE_SERVICE_URL]")] = None,
+) -> None:
+    """Run the service: REST API, archive and run driver."""
+    import uvicorn
+
+    from service.api.app import create_app
+
+    settings = get_settings()
+    where = urlparse(settings.service_url)
+    app = create_app(settings)
+    uvicorn.run(app, host=host or where.hostname or "127.0.0.1", port=port or where.port or 8420)
+
+
+def worker(
+    concurrency: Annotated[int, typer.Option(min=1, help="Parallel task slots")] = 2,
+    name: Annotated[str | None, typer.Option(help="Worker name [default: host name]")] = None,
+) -> None:
+    """Run a worker: needs CLADE_BROKER_URL, CLADE_SERVICE_URL, CLADE_WORKER_TOKEN, CLADE_LLM_BASE_URL."""
+    from worker.main import run_worker
+
+    run_worker(get_settings(), concurrency=concurrency, name=name)
+
+
+def up(concurrency: Annotated[int, typer.Option(min=1, help="Worker task slots")] = 2) -> None:
+    """Run the service, its run driver and one worker on this machine (Ctrl-C stops all)."""
+    from cli.stack import local_stack
+
+    settings = get_settings()
+    # `kill` (SIGTERM) stops the whole stack as Ctrl-C does, so no child process is left behind.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    with local_stack(settings, concurrency=concurrency) as stack:
+        model = "the SCRIPTED offline model (not a real LLM)" if stack.scripted else stack.llm_base_url
+        typer.echo(f"Clade is up at {stack.service_url} (API docs at /docs); model: {model}")
+        typer.echo(f"logs: {stack.log_dir}; Ctrl-C to stop")
+        try:
+            while True:
+                stack.check_alive()
+                time.sleep(1)
+        except KeyboardInterrupt:
+            typer.echo("stopping")
+
+
+def demo(
+    children: Annotated[int, typer.Option(min=1, max=50, help="Children to make")] = 4,
+    concurrency: Annotated[int, typer.Option(min=1, help="Worker task slots")] = 2,
+) -> None:
+    """`clade up`, plus a small evolution run on clade-mini with progress and a final summary."""
+    from rich.console import Console
+
+    from cli.client import ApiClient, CliError
+    from cli.demo import run_demo
+    from cli.output import reported_errors
+    from cli.stack import local_stack
+
+    settings = get_settings()
+    console = Console()
+    console.print(f"data directory: {settings.data_dir}")
+    console.print("building the sandbox image if needed (the first time takes a few minutes) ...")
+    build_images(quiet=True)
+    with reported_errors(), local_stack(settings, concurrency=concurrency) as stack:
+        assert settings.admin_token is not None
+        client = ApiClient(stack.service_url, settings.admin_token.get_secret_value(), timeout=120)
+        try:
+            run_demo(stack, client, console, children)
+        except RuntimeError as exc:
+            raise CliError(str(exc)) from exc
+
+
+def build_images(quiet: bool = False) -> None:
+    """Build the sandbox base image locally (debootstrap, wheels from the host), or reuse it."""
+    from sandbox.docker_backend import connect
+    from sandbox.images import ensure_base_image
+
+    settings = get_settings()
+    tag = ensure_base_image(
+        connect(), settings.image_cache_dir, progress=(lambda _line: None) if quiet else typer.echo
+    )
+    if not quiet:
+        typer.echo(f"base image ready: {tag}")
+
+
+images_app = typer.Typer(no_args_is_help=True)
+
+
+@images_app.command("build")
+def images_build() -> None:
+    """Build (or reuse) the sandbox base image."""
+    build_images()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)
+    app.command("worker")(worker)
+    app.command("up")(up)
+    app.command("demo")(demo)
+    app.add_typer(images_app, name="images", help="Sandbox images.")

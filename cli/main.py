@@ -1,0 +1,49 @@
+"""`clade`: the command line. Global options choose the service and the output format."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from cli import agents, bench, local, runs, seeds
+from cli.context import CliContext, resolve_token
+from contracts.settings import Settings
+
+app = typer.Typer(
+    help="Clade: an evolutionary archive of self-improving coding agents.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(seeds.app, name="seed", help="Import seed agents.")
+app.add_typer(runs.app, name="run", help="Start, inspect and steer evolution runs.")
+app.add_typer(agents.app, name="agent", help="Inspect and export agents.")
+app.add_typer(bench.app, name="bench", help="Benchmarks: list, check, score one agent.")
+app.add_typer(local.db_app, name="db", help="Database maintenance.")
+local.register(app)
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    url: Annotated[
+        str | None, typer.Option(help="Service URL [env: CLADE_SERVICE_URL]", show_default=False)
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(help="Admin token [env: CLADE_ADMIN_TOKEN; default: the local data dir's]"),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+) -> None:
+    settings = Settings()
+    ctx.obj = CliContext(
+        url=url or settings.service_url,
+        token=resolve_token(token, settings),
+        as_json=as_json,
+        console=Console(),
+    )
+
+
+if __name__ == "__main__":
+    app()

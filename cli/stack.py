@@ -1,0 +1,114 @@
+"""Starting Clade's processes on one machine: the scripted model (if no LLM is configured),
+the service with its run driver, and a worker. Used by `clade up` and `clade demo`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from contracts.settings import Settings
+
+SEED_AGENT_DIR = Path(__file__).resolve().parents[1] / "seed_agent"
+
+
+@dataclass
+class Stack:
+    service_url: str
+    llm_base_url: str
+    scripted: bool
+    log_dir: Path
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def check_alive(self) -> None:
+        for name, process in self.processes.items():
+            if process.poll() is not None:
+                log = self.log_dir / f"{name}.log"
+                raise RuntimeError(f"the {name} process exited with {process.returncode}; see {log}")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def write_demo_script(settings: Settings) -> Path:
+    """The scripted curriculum for clade-mini, used when no real model endpoint is configured."""
+    from benchmarks.registry import get_benchmark
+    from worker.curriculum import DEMO_CURRICULUM, build_script
+
+    script = build_script(get_benchmark("clade-mini").tasks(), DEMO_CURRICULUM)
+    path = settings.data_dir / "scripted-demo.json"
+    path.write_text(script.model_dump_json(indent=2))
+    return path
+
+
+@contextmanager
+def local_stack(settings: Settings, *, concurrency: int) -> Iterator[Stack]:
+    """Start the processes, wait until the service answers, stop them all on exit."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    log_dir = settings.data_dir / "logs"
+    log_dir.mkdir(exist_ok=True)
+    env = dict(os.environ) | {
+        "CLADE_DATA_DIR": str(settings.data_dir),
+        "CLADE_SERVICE_URL": settings.service_url,
+    }
+    scripted = not settings.llm_base_url
+    stack = Stack(
+        service_url=settings.service_url,
+        llm_base_url=settings.llm_base_url or "",
+        scripted=scripted,
+        log_dir=log_dir,
+    )
+    try:
+        if scripted:
+            port = free_port()
+            stack.llm_base_url = f"http://127.0.0.1:{port}/v1"
+            script = write_demo_script(settings)
+            argv = ["-m", "worker.llm.scripted", "--script", str(script), "--port", str(port)]
+            _spawn(stack, "scripted-model", argv, env)
+            env["CLADE_LLM_BASE_URL"] = stack.llm_base_url
+        _spawn(stack, "service", ["-m", "cli.main", "serve"], env)
+        _wait_for(stack, f"{settings.service_url}/api/health")
+        _spawn(stack, "worker", ["-m", "cli.main", "worker", "--concurrency", str(concurrency)], env)
+        yield stack
+    finally:
+        for process in reversed(stack.processes.values()):
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in stack.processes.values():
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def _spawn(stack: Stack, name: str, argv: list[str], env: dict[str, str]) -> None:
+    with (stack.log_dir / f"{name}.log").open("ab") as log:
+        stack.processes[name] = subprocess.Popen(
+            [sys.executable, *argv], env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+
+
+def _wait_for(stack: Stack, url: str, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        stack.check_alive()
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{url} did not answer within {timeout_s:.0f}s; see {stack.log_dir}")

@@ -1,0 +1,49 @@
+"""The Celery application, built from settings (never configured through module globals).
+
+Redis (or any kombu URL) when `CLADE_BROKER_URL` is set; otherwise kombu's
+filesystem transport in the data directory: an embedded broker that needs no
+server, for `clade up` and the demo on one machine.
+"""
+
+from __future__ import annotations
+
+from celery import Celery
+
+from contracts.jobs import EVALUATE_TASK, IMPROVE_TASK
+from contracts.settings import Settings
+
+QUEUE = "clade"
+
+
+def make_celery(settings: Settings) -> Celery:
+    app = Celery("clade")
+    # The service refuses runs whose hard time limits are not below this (check_time_limits).
+    options: dict[str, object] = {"visibility_timeout": settings.broker_visibility_timeout_s}
+    if settings.broker_url is None:
+        folder = settings.broker_folder
+        for sub in ("queue", "processed", "control"):
+            (folder / sub).mkdir(parents=True, exist_ok=True)
+        options |= {
+            "data_folder_in": str(folder / "queue"),
+            "data_folder_out": str(folder / "queue"),
+            "processed_folder": str(folder / "processed"),
+            "store_processed": False,
+            "control_folder": str(folder / "control"),
+        }
+    app.conf.update(
+        broker_url=settings.resolved_broker_url,
+        broker_transport_options=options,
+        broker_connection_retry_on_startup=True,
+        task_default_queue=QUEUE,
+        task_routes={IMPROVE_TASK: {"queue": QUEUE}, EVALUATE_TASK: {"queue": QUEUE}},
+        task_serializer="json",
+        accept_content=["json"],
+        task_acks_late=True,
+        # A task whose worker dies is given back to the broker, not dropped.
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_ignore_result=True,
+        worker_hijack_root_logger=False,
+        worker_send_task_events=False,
+    )
+    return app
