@@ -48,7 +48,7 @@ def check(
     from benchmarks.registry import get_benchmark
     from contracts.settings import get_settings
     from sandbox.docker_backend import connect
-    from sandbox.images import ensure_base_image
+    from sandbox.images.build import ensure_base_image
     from sandbox.registry import get_backend
 
     cli: CliContext = ctx.obj

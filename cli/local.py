@@ -98,7 +98,7 @@ def demo(
 def build_images(quiet: bool = False) -> None:
     """Build the sandbox base image locally (debootstrap, wheels from the host), or reuse it."""
     from sandbox.docker_backend import connect
-    from sandbox.images import ensure_base_image
+    from sandbox.images.build import ensure_base_image
 
     settings = get_settings()
     tag = ensure_base_image(

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sandbox.base import SandboxSpec
 from sandbox.docker_backend import connect
-from sandbox.images import ensure_base_image
+from sandbox.images.build import ensure_base_image
 from sandbox.registry import backend_names, get_backend
 
 GOAL_S = 1.0

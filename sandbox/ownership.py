@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sandbox.rootfs import SANDBOX_UID
+from sandbox.images.rootfs import SANDBOX_UID
 
 
 def chmod_tree(folder: Path, dir_mode: int, file_mode: int) -> None:

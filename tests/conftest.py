@@ -13,7 +13,7 @@ import docker
 import pytest
 from docker.errors import DockerException
 
-from sandbox.images import ensure_base_image
+from sandbox.images.build import ensure_base_image
 from tests.servers import ServiceProcess, free_port, fresh_postgres_database, service_env, start_service
 
 AGENT_TOML = 'name = "tiny"\nsolve = "python -m tiny"\n'

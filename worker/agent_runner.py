@@ -19,7 +19,7 @@ from typing import Any
 from contracts.config import LimitsConfig
 from contracts.manifest import AgentManifest
 from sandbox.base import Mount, SandboxSpec
-from sandbox.image_build import VENV
+from sandbox.images.layers import VENV
 from worker.context import WorkerContext
 from worker.llm import Budget, GatewayConfig, LLMCall, LLMGateway, forwarder_script_path
 from worker.workspace import PatchTooLarge, Workspace

@@ -37,7 +37,7 @@ class ImageProvider:
         return self._client
 
     def base(self) -> str:
-        from sandbox.images import ensure_base_image
+        from sandbox.images.build import ensure_base_image
 
         with self._lock:
             if self._base is None:
@@ -45,7 +45,7 @@ class ImageProvider:
             return self._base
 
     def for_agent(self, requirements: list[str]) -> str:
-        from sandbox.images import ensure_agent_image
+        from sandbox.images.build import ensure_agent_image
 
         base = self.base()
         with self._lock:
@@ -56,7 +56,7 @@ class ImageProvider:
         image) with Clade's venv and `requirements` layered on, or `for_agent` without one."""
         if task.image is None:
             return self.for_agent(requirements)
-        from sandbox.images import ensure_task_image
+        from sandbox.images.build import ensure_task_image
 
         with self._lock:
             return ensure_task_image(

@@ -48,7 +48,7 @@ def default_probe(tools: Sequence[str]) -> set[str]:
     with _default_lock:
         if _default_found is None:
             from sandbox.docker_backend import DockerBackend, connect
-            from sandbox.images import ensure_base_image
+            from sandbox.images.build import ensure_base_image
 
             client = connect()
             try:

@@ -18,7 +18,7 @@ from docker.errors import DockerException
 from benchmarks import GradeReport, Task
 from benchmarks.clade_mini import CladeMini
 from sandbox.base import SandboxBackend
-from sandbox.images import ensure_base_image
+from sandbox.images.build import ensure_base_image
 from sandbox.registry import get_backend
 from tests.benchmarks.local_backend import IMAGE as LOCAL_IMAGE
 from tests.benchmarks.local_backend import LocalBackend

@@ -10,8 +10,8 @@ import pytest
 
 from sandbox.base import ROLE_LABEL, Sandbox, SandboxSpec
 from sandbox.docker_backend import DockerBackend
-from sandbox.images import ensure_agent_image, ensure_base_image
-from sandbox.wheels import InvalidRequirement
+from sandbox.images.build import ensure_agent_image, ensure_base_image
+from sandbox.images.wheels import InvalidRequirement
 from tests.sandbox.conftest import run_ok
 
 pytestmark = pytest.mark.docker

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.apt_sources import AptSource, find_mirror, parse_deb822, parse_one_line
 from sandbox.base import SandboxError, SandboxUnavailable
 from sandbox.docker_exec import CappedOutput, FrameDemuxer
+from sandbox.images.apt_sources import AptSource, find_mirror, parse_deb822, parse_one_line
+from sandbox.images.rootfs import RootfsRecipe, customise
+from sandbox.images.wheels import InvalidRequirement, WheelTarget, normalise
 from sandbox.registry import UnknownBackend, backend_names, get_backend
-from sandbox.rootfs import RootfsRecipe, customise
-from sandbox.wheels import InvalidRequirement, WheelTarget, normalise
 
 DEB822 = """\
 # a comment

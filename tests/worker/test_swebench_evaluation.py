@@ -29,8 +29,8 @@ import pytest
 
 from benchmarks.swebench import load_harness
 from sandbox.base import BACKEND_LABEL, OWNER_LABEL, ROLE_LABEL
-from sandbox.image_build import BUILD_ROLE, VENV
-from sandbox.images import TASK_REPOSITORY
+from sandbox.images.build import TASK_REPOSITORY
+from sandbox.images.layers import BUILD_ROLE, VENV
 from tests.benchmarks.swebench.fixture_set import build_images, instance_rows, instances, repositories
 from tests.worker.harness import Evaluated, EvaluationStack, evaluation_stack
 from worker.llm.script import Match, Reply, Rule, Script, ToolCall

@@ -27,7 +27,7 @@ from typing import Any
 from benchmarks.gitops import git_ok
 from benchmarks.swebench.patches import split_files, touched_paths
 from sandbox.base import BACKEND_LABEL, OWNER_LABEL, ROLE_LABEL
-from sandbox.image_build import BUILD_ROLE
+from sandbox.images.layers import BUILD_ROLE
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPOS = FIXTURES / ".repos"

@@ -20,7 +20,7 @@ from benchmarks.swebench import load_harness
 from benchmarks.swebench.grading import Resources, run_eval_script
 from benchmarks.swebench.tasks import to_task
 from benchmarks.swebench.testbed import export_base
-from sandbox.images import ensure_base_image
+from sandbox.images.build import ensure_base_image
 from sandbox.ownership import give_to_sandbox_user
 from sandbox.registry import get_backend
 from tests.benchmarks.swebench.agent_diffs import named_diff

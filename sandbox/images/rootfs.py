@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from sandbox.apt_sources import find_mirror
 from sandbox.base import SandboxError, SandboxUnavailable
+from sandbox.images.apt_sources import find_mirror
 
 Progress = Callable[[str], None]
 

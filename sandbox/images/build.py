@@ -24,7 +24,7 @@ from typing import Any
 from docker.errors import DockerException, ImageNotFound
 
 from sandbox.base import LABEL_PREFIX, SandboxError, SandboxUnavailable
-from sandbox.image_build import (
+from sandbox.images.layers import (
     VENV,
     ImageConfig,
     PythonProbe,
@@ -32,8 +32,8 @@ from sandbox.image_build import (
     probe_python,
     remove_stale_builds,
 )
-from sandbox.rootfs import SANDBOX_HOME, SANDBOX_UID, RootfsRecipe, ensure_rootfs_tar
-from sandbox.wheels import WheelTarget, ensure_wheels, normalise
+from sandbox.images.rootfs import SANDBOX_HOME, SANDBOX_UID, RootfsRecipe, ensure_rootfs_tar
+from sandbox.images.wheels import WheelTarget, ensure_wheels, normalise
 
 Progress = Callable[[str], None]
 
