@@ -12,11 +12,9 @@ Nothing is pulled from a registry and no build container has a network.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,10 +26,12 @@ from sandbox.images.layers import (
     VENV,
     ImageConfig,
     PythonProbe,
+    build_log,
     commit_python_layer,
     probe_python,
     remove_stale_builds,
 )
+from sandbox.images.locking import build_lock
 from sandbox.images.rootfs import SANDBOX_HOME, SANDBOX_UID, RootfsRecipe, ensure_rootfs_tar
 from sandbox.images.wheels import WheelTarget, ensure_wheels, normalise
 
@@ -217,15 +217,17 @@ def ensure_task_image(
 
 
 def _cached_build(client: Any, cache: Path, tag: str, build: Callable[[], str]) -> str:
-    """`tag` if the engine has it; else build it once, under the cache's lock (another process
-    may have built it while this one waited), clearing containers of interrupted builds first."""
+    """`tag` if the engine has it; else build it once, under the engine's and the cache's
+    locks (another process may have built it while this one waited), clearing containers of
+    this host's interrupted builds first. A failed build's log stays in the cache's logs/."""
     if _exists(client, tag):
         return tag
-    with _build_lock(cache):
+    with build_lock(client, cache):
         if _exists(client, tag):
             return tag
         remove_stale_builds(client)
-        return build()
+        with build_log(cache / "logs" / f"{tag.replace('/', '-').replace(':', '-')}.log"):
+            return build()
 
 
 def _probe(client: Any, task_image: str, image: dict[str, Any]) -> PythonProbe:
@@ -278,18 +280,6 @@ def _inspect(client: Any, tag: str) -> dict[str, Any]:
     except (DockerException, OSError) as exc:
         raise SandboxUnavailable(f"Docker engine unreachable: {exc}") from exc
     return attrs
-
-
-@contextmanager
-def _build_lock(cache: Path) -> Iterator[None]:
-    # One build at a time per cache; a second worker waits and then finds the image.
-    cache.mkdir(parents=True, exist_ok=True)
-    with (cache / ".build.lock").open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _digest(value: object) -> str:

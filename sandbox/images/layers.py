@@ -1,22 +1,27 @@
 """Commit a Python layer onto an image, offline: wheels go in by archive, pip never sees a network.
 
 Every build container runs with `network_mode="none"` and no capabilities; it is
-labelled so that an interrupted build can be found and removed.
+labelled with its builder (host, process id and the process's start time), so that the
+containers of an interrupted build can be found and removed, and only those: another
+process's build on the same engine is never touched.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 import tarfile
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from docker.errors import DockerException
+from docker.errors import APIError, DockerException, NotFound
 
-from sandbox.base import BACKEND_LABEL, OWNER_LABEL, ROLE_LABEL, SandboxError
+from sandbox.base import BACKEND_LABEL, LABEL_PREFIX, OWNER_LABEL, ROLE_LABEL, SandboxError
 
 Progress = Callable[[str], None]
 
@@ -24,7 +29,11 @@ VENV = "/opt/clade-venv"
 BUILD_ROLE = "image-build"
 IMAGE_ROLE = "image"
 _WHEELS_IN_CONTAINER = "/tmp/clade-wheels"
+BUILDER_LABEL = f"{LABEL_PREFIX}.builder"
 _BUILD_LABELS = {OWNER_LABEL: "clade-images", ROLE_LABEL: BUILD_ROLE, BACKEND_LABEL: "docker"}
+# The log file of the build in progress in this thread (see `build_log`): every build step's
+# command and full output go there, so a failed build's log outlives its container.
+_LOG: ContextVar[Path | None] = ContextVar("clade_build_log", default=None)
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,7 @@ class ImageConfig:
         # Build-container labels would otherwise be inherited by the image.
         labels = {**_BUILD_LABELS, ROLE_LABEL: IMAGE_ROLE, **self.labels}
         lines += [f'LABEL {key}="{value}"' for key, value in sorted(labels.items())]
+        lines.append(f'LABEL {BUILDER_LABEL}=""')
         return lines
 
 
@@ -134,11 +144,56 @@ def probe_python(client: Any, image: str) -> PythonProbe:
 
 
 def remove_stale_builds(client: Any) -> list[str]:
-    """Remove build containers an interrupted build left behind."""
-    stale = client.containers.list(all=True, filters={"label": f"{ROLE_LABEL}={BUILD_ROLE}"})
-    for container in stale:
-        container.remove(force=True)
-    return [str(container.id) for container in stale]
+    """Remove the build containers that an interrupted build of this host left behind: those
+    whose builder process is gone. Builds of live processes, and of other hosts sharing the
+    engine, are left alone."""
+    found = client.containers.list(all=True, filters={"label": f"{ROLE_LABEL}={BUILD_ROLE}"})
+    removed = []
+    for container in found:
+        builder = (container.labels or {}).get(BUILDER_LABEL, "")
+        if is_stale_builder(builder):
+            _remove(container)
+            removed.append(str(container.id))
+    return removed
+
+
+def builder_identity(pid: int | None = None) -> str:
+    """`host:pid:start time` of a process (this one by default), as build containers are labelled."""
+    pid = os.getpid() if pid is None else pid
+    return f"{socket.gethostname()}:{pid}:{_start_time(pid)}"
+
+
+def is_stale_builder(builder: str) -> bool:
+    """Whether `builder` names a process of this host that no longer runs (a reused pid has
+    another start time). Unlabelled or foreign containers are never stale here."""
+    host, _, rest = builder.partition(":")
+    pid, _, started = rest.partition(":")
+    if host != socket.gethostname() or not pid.isdigit() or not started:
+        return False
+    return _start_time(int(pid)) != started
+
+
+def _start_time(pid: int) -> str:
+    # Field 22 of /proc/<pid>/stat: ticks since boot; with the pid it names one process.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "gone"
+    return stat.rpartition(")")[2].split()[19]
+
+
+@contextmanager
+def build_log(path: Path) -> Iterator[Path]:
+    """Write every build step of this block (command and full output) to `path`. The file is
+    kept when the block fails, and a failed step's error names it; removed when it succeeds."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("")
+    token = _LOG.set(path)
+    try:
+        yield path
+    finally:
+        _LOG.reset(token)
+    path.unlink(missing_ok=True)  # reached only when the block succeeded
 
 
 @contextmanager
@@ -152,15 +207,35 @@ def _build_container(client: Any, image: str) -> Iterator[Any]:
             network_mode="none",
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
-            labels=_BUILD_LABELS,
+            labels={**_BUILD_LABELS, BUILDER_LABEL: builder_identity()},
             working_dir="/",
         )
     except DockerException as exc:
         raise SandboxError(f"cannot create a build container from {image}: {exc}") from exc
     try:
         yield container
-    finally:
+    except BaseException as failure:
+        try:
+            _remove(container)
+        except SandboxError as exc:
+            # The build's own error is the one to report; the leftover container is a note.
+            failure.add_note(str(exc))
+        raise
+    _remove(container)
+
+
+def _remove(container: Any) -> None:
+    """Remove a build container; one already gone or already being removed counts as removed."""
+    try:
         container.remove(force=True)
+    except NotFound:
+        return
+    except APIError as exc:
+        if exc.status_code == 409:  # "removal of container ... is already in progress"
+            return
+        raise SandboxError(f"cannot remove build container {container.id}: {exc}") from exc
+    except DockerException as exc:
+        raise SandboxError(f"cannot remove build container {container.id}: {exc}") from exc
 
 
 def _put_dir(container: Any, source: Path, target: str) -> None:
@@ -175,8 +250,13 @@ def _put_dir(container: Any, source: Path, target: str) -> None:
 def _run(container: Any, command: list[str]) -> str:
     result = container.exec_run(command, user="0:0")
     output = bytes(result.output or b"").decode(errors="replace")
+    log = _LOG.get()
+    if log is not None:
+        with log.open("a") as handle:
+            handle.write(f"$ {' '.join(command)}\n{output}\n[exit {result.exit_code}]\n")
     if result.exit_code != 0:
+        where = f"\nfull log: {log}" if log is not None else ""
         raise SandboxError(
-            f"image build step {' '.join(command[:3])} failed ({result.exit_code}):\n{output[-3000:]}"
+            f"image build step {' '.join(command[:3])} failed ({result.exit_code}):\n{output[-3000:]}{where}"
         )
     return output

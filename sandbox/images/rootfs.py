@@ -69,6 +69,8 @@ def ensure_rootfs_tar(
     """Return the cached rootfs tarball for `recipe`, debootstrapping it on first use.
 
     The caller holds the cache's build lock, so any work directory found here is stale.
+    A failed build keeps its log (debootstrap's output and its own debootstrap.log) in the
+    cache's logs/ folder, and its error names the file.
     """
     target = cache_dir / "rootfs" / f"{recipe.suite}-{recipe.key()[:12]}.tar"
     if target.is_file():
@@ -85,15 +87,18 @@ def ensure_rootfs_tar(
     target.parent.mkdir(parents=True, exist_ok=True)
     # Build next to the cache so the final rename is atomic and never crosses filesystems.
     work = Path(tempfile.mkdtemp(prefix="rootfs-", dir=target.parent))
+    log = cache_dir / "logs" / f"debootstrap-{target.stem}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
     try:
         root = work / "root"
         progress(f"debootstrap {recipe.suite} ({recipe.variant}) from {mirror}; takes a minute or two")
-        _debootstrap(recipe, root, mirror, keyring, progress)
+        _debootstrap(recipe, root, mirror, keyring, progress, log)
         customise(root, recipe)
         progress("packing the OS layer")
         partial = work / "rootfs.tar"
         _run(["tar", "--numeric-owner", "-C", str(root), "-cf", str(partial), "."], "tar")
         os.replace(partial, target)
+        log.unlink(missing_ok=True)
     finally:
         _unmount_below(work)
         shutil.rmtree(work, ignore_errors=True)
@@ -127,7 +132,7 @@ def _check_host() -> None:
 
 
 def _debootstrap(
-    recipe: RootfsRecipe, root: Path, mirror: str, keyring: Path | None, progress: Progress
+    recipe: RootfsRecipe, root: Path, mirror: str, keyring: Path | None, progress: Progress, log: Path
 ) -> None:
     command = [
         "debootstrap",
@@ -138,15 +143,25 @@ def _debootstrap(
         command.append(f"--keyring={keyring}")
     command += [recipe.suite, str(root), mirror]
     tail: deque[str] = deque(maxlen=20)
-    with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
-    ) as proc:
+    with (
+        log.open("w") as handle,
+        subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+        ) as proc,
+    ):
         assert proc.stdout is not None
+        handle.write("$ " + " ".join(command) + "\n")
         for line in proc.stdout:
+            handle.write(line)
             tail.append(line.rstrip())
             progress(f"debootstrap: {line.rstrip()}")
+        if proc.wait() != 0:
+            # debootstrap's own detailed log is inside the tree, which is about to be deleted.
+            detail = root / "debootstrap" / "debootstrap.log"
+            if detail.is_file():
+                handle.write(f"\n--- {detail.name} ---\n" + detail.read_text(errors="replace"))
     if proc.returncode != 0:
-        raise SandboxError(f"debootstrap failed ({proc.returncode}):\n" + "\n".join(tail))
+        raise SandboxError(f"debootstrap failed ({proc.returncode}); full log: {log}\n" + "\n".join(tail))
 
 
 def _run(command: list[str], what: str) -> None:
