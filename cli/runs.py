@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 import yaml
+from rich.markup import escape
 from rich.table import Table
 
 from cli.client import CliError
@@ -150,6 +151,10 @@ def describe_event(event: dict[str, Any]) -> str:
     if kind == "child_created":
         child, parent = short(p.get("agent_id")), short(p.get("parent_id"))
         return f"{stamp} step {p.get('step')}: child {child} of {parent}"
+    if kind == "evaluation_done" and p.get("infrastructure_failure"):
+        cause = escape(str(p["infrastructure_failure"]))
+        agent = short(p.get("agent_id"))
+        return f"{stamp}   {agent} on {p.get('task_id')}: [yellow]not run: {cause}[/yellow]"
     if kind == "evaluation_done":
         mark = "[green]resolved[/green]" if p.get("resolved") else "[red]unresolved[/red]"
         return f"{stamp}   {short(p.get('agent_id'))} on {p.get('task_id')}: {mark}"

@@ -52,6 +52,8 @@ class EvaluationResult(Record):
     agent_exit_code: int | None = None
     timed_out: bool = False
     failure: str | None = None  # why the agent's run failed (its own fault, not infrastructure)
+    # Why the evaluation could not run at all (no image, no engine...): not the agent's doing.
+    infrastructure_failure: str | None = None
     durations: Durations = Field(default_factory=Durations)
 
 

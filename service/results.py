@@ -47,6 +47,11 @@ def record_evaluation(
                 "agent_id": evaluation.agent_id,
                 "task_id": evaluation.task_id,
                 "resolved": result.resolved,
+                **(
+                    {"infrastructure_failure": result.infrastructure_failure}
+                    if result.infrastructure_failure
+                    else {}
+                ),
             },
         )
     )

@@ -1,18 +1,31 @@
-"""The `evaluate` job: run one agent on one task, grade its diff in a fresh sandbox, report."""
+"""The `evaluate` job: run one agent on one task, grade its diff in a fresh sandbox, report.
+
+An evaluation that cannot run at all (its task image cannot be built, or Celery's retries
+of an infrastructure error ran out) is reported at once as an infrastructure failure with
+its cause, so the run shows why instead of waiting for the driver to give up on it.
+"""
 
 from __future__ import annotations
 
+import logging
 import time
 
-from benchmarks.base import GradeReport, find_task
+from benchmarks.base import GradeReport, Task, find_task
 from contracts.errors import InvalidAgentError
 from contracts.jobs import EvaluateJob
 from contracts.records import Durations, EvaluationResult, EvaluationSubmission
+from sandbox.base import SandboxError
 from worker.agent_runner import AgentRun, run_agent
 from worker.context import WorkerContext
+from worker.errors import InfrastructureError
 from worker.llm import Budget
 from worker.manifests import manifest_from_tar
 from worker.usage import usage_records
+
+log = logging.getLogger("clade.worker")
+# Pauses between attempts at an agent's image: a few tries in-process (a build that lost a
+# race, a busy engine), then the evaluation is reported failed with the cause.
+IMAGE_RETRY_DELAYS_S = (1.0, 4.0)
 
 
 def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
@@ -26,6 +39,12 @@ def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
         result = EvaluationResult(resolved=False, failure=f"the agent cannot start: {exc}")
         ctx.client.submit_result(job.evaluation_id, EvaluationSubmission(result=result))
         return result
+    try:
+        image = agent_image(ctx, task, manifest.requirements)
+    except SandboxError as exc:
+        return report_infrastructure_failure(
+            ctx, job, f"the image for task {task.instance_id} could not be built: {exc}"
+        )
     outcome = run_agent(
         ctx,
         AgentRun(
@@ -44,7 +63,7 @@ def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
                 run_remaining_usd=job.run_remaining_usd,
                 run_remaining_tokens=job.run_remaining_tokens,
             ),
-            image=ctx.images.for_task(task, manifest.requirements),
+            image=image,
             labels={"dev.clade.run": job.run_id, "dev.clade.evaluation": job.evaluation_id},
         ),
     )
@@ -66,6 +85,29 @@ def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
     ctx.client.submit_result(
         job.evaluation_id, EvaluationSubmission(result=result, usage=usage_records(outcome.calls))
     )
+    return result
+
+
+def agent_image(ctx: WorkerContext, task: Task, requirements: list[str]) -> str:
+    """The image the agent runs `task` in, tried 1 + len(IMAGE_RETRY_DELAYS_S) times."""
+    for delay in IMAGE_RETRY_DELAYS_S:
+        try:
+            return ctx.images.for_task(task, requirements)
+        except SandboxError as exc:
+            log.warning("image for %s failed, trying again in %.0fs: %s", task.instance_id, delay, exc)
+            time.sleep(delay)
+    return ctx.images.for_task(task, requirements)
+
+
+def report_infrastructure_failure(ctx: WorkerContext, job: EvaluateJob, cause: str) -> EvaluationResult:
+    """Record the evaluation as not run, for `cause` (the infrastructure's fault, not the agent's)."""
+    result = EvaluationResult(resolved=False, patch_applied=False, infrastructure_failure=cause)
+    try:
+        ctx.client.submit_result(job.evaluation_id, EvaluationSubmission(result=result))
+    except InfrastructureError as exc:
+        # The service is unreachable too: the driver's re-dispatch is all that is left.
+        log.error("evaluation %s: cannot report %r: %s", job.evaluation_id, cause, exc)
+        raise
     return result
 
 

@@ -1,9 +1,10 @@
 """Celery tasks: thin wrappers that parse the job, run it, and sort failures into retry or not.
 
 Infrastructure failures (Docker, the service, the network) are retried with
-backoff. The agent's own failures are never retried: they are results, already
-reported to the service by the job. A job the service no longer wants (its run
-ended) is dropped.
+backoff; once the retries are spent, an evaluation is reported as an infrastructure
+failure with the last cause (the run shows it at once). The agent's own failures are
+never retried: they are results, already reported to the service by the job. A job the
+service no longer wants (its run ended) is dropped.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from contracts.jobs import EVALUATE_TASK, IMPROVE_TASK, EvaluateJob, ImproveJob
 from sandbox.base import SandboxError
 from worker.context import WorkerContext
 from worker.errors import InfrastructureError, StaleJobError
-from worker.evaluate import evaluate
+from worker.evaluate import evaluate, report_infrastructure_failure
 from worker.improve import improve
 
 log = logging.getLogger("clade.worker")
@@ -55,6 +56,16 @@ def register_tasks(app: Celery, context: Callable[[], WorkerContext]) -> None:
             )
         except StaleJobError as exc:
             outcome = f"dropped: {exc}"
+        except (InfrastructureError, SandboxError) as exc:
+            if self.request.retries < self.max_retries:
+                raise  # Celery retries it (autoretry_for)
+            cause = f"gave up after {self.request.retries + 1} attempts: {exc}"
+            try:
+                report_infrastructure_failure(context(), parsed, cause)
+            except StaleJobError as stale:
+                outcome = f"dropped: {stale}"
+            else:
+                outcome = f"not run ({cause})"
         log.info(
             "evaluation %s (%s on %s): %s",
             parsed.evaluation_id,

@@ -1,0 +1,63 @@
+"""An evaluation whose task image cannot be built is reported at once, with the cause.
+
+A SWE-bench fixture dataset whose instances name an image that this engine does not have
+(images are never pulled): the worker's real evaluation path tries a bounded number of
+times, then the service records the evaluation as an infrastructure failure naming the
+image, long before the driver would re-dispatch it, and the run's events carry the cause.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.swebench import load_harness
+from contracts.config import LimitsConfig
+from service.driver.dispatch import evaluate_time_limit
+from tests.benchmarks.swebench.fixture_set import instance_rows, repositories, write_jsonl
+from tests.worker.harness import DEFAULT_LIMITS, evaluation_stack
+
+pytestmark = pytest.mark.docker
+
+SEED_AGENT = Path(__file__).resolve().parents[2] / "seed_agent"
+TASK_ID = "clade-fixtures__tinyinv-1"
+
+
+def test_an_unbuildable_task_image_fails_the_evaluation_at_once_with_its_cause(
+    tmp_path: Path, secret: str, docker_client: Any
+) -> None:
+    missing = f"clade/no-such-image-{uuid.uuid4().hex[:8]}:never-built"
+    repos = repositories(tmp_path / "repos")
+    commits = {name: commit for name, (_, commit) in repos.items()}
+    rows = instance_rows(load_harness().instance_format, commits, dict.fromkeys(repos, missing))
+    dataset = write_jsonl(rows, tmp_path / "missing-images.jsonl")
+    benchmark = {"name": "swebench", "options": {"dataset": str(dataset)}}
+    owner = f"test-worker-{uuid.uuid4().hex[:10]}"
+    with evaluation_stack(
+        tmp_path / "stack", secret=secret, owner=owner, benchmark=benchmark, task_id=TASK_ID
+    ) as stack:
+        task = next(t for t in stack.ctx.catalog.get("swebench", benchmark["options"]).tasks())
+        image = task.image
+        assert image is not None and not docker_client.images.list(name=image)
+        evaluated = stack.evaluate(SEED_AGENT)
+        with stack.service.anonymous as client:
+            events = client.get(f"/api/runs/{evaluated.run_id}/events")
+        assert events.status_code == 200, events.text
+        leftovers = stack.clade_containers()
+
+    result = evaluated.result
+    assert evaluated.detail["status"] == "done" and evaluated.detail["resolved"] is False
+    assert not evaluated.returned.resolved
+    cause = result.infrastructure_failure
+    assert cause is not None, evaluated.detail
+    assert image in cause and "not found" in cause, cause
+    assert result.failure is None  # not the agent's fault
+    # Reported by the worker's own bounded retries, not after the driver's re-dispatch timeout.
+    redispatch_after = evaluate_time_limit(LimitsConfig.model_validate(DEFAULT_LIMITS))
+    assert evaluated.wall_s < 30 < redispatch_after, (evaluated.wall_s, redispatch_after)
+    done = [e for e in events.json() if e["kind"] == "evaluation_done"]
+    assert [e["payload"].get("infrastructure_failure") for e in done] == [cause]
+    assert leftovers == []
