@@ -15,6 +15,7 @@ _BUILTIN: dict[str, str] = {
     "clade-mini": "benchmarks.clade_mini:CladeMini",
     "swebench": "benchmarks.swebench:from_options",
     "polyglot": "benchmarks.polyglot:Polyglot",
+    "folder": "benchmarks.folder:FolderBenchmark",
 }
 _registered: dict[str, BenchmarkFactory] = {}
 

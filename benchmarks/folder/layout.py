@@ -1,0 +1,253 @@
+"""Reading a benchmark folder (the layout is in docs/own-benchmark.md).
+
+Every problem is a `FolderLayoutError` that names the file at fault: a missing task.json
+or statement.md, JSON that does not parse, a field that is missing or unknown, a
+repository that is not there, a base commit that does not match.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from benchmarks.base import DEFAULT_REPO_PATH, BenchmarkError, Task
+from benchmarks.gitops import GitError, make_repo
+
+SUITE_FILE = "suite.json"
+TASKS_DIR = "tasks"
+TASK_FILE = "task.json"
+STATEMENT_FILE = "statement.md"
+GOLD_FILE = "gold.patch"
+TEST_PATCH_FILE = "test.patch"
+EVALUATOR_DIR = "evaluator"
+# `repos/` first; `.repos/` as clade-mini has it (a dot folder keeps pytest and mypy out).
+REPO_DIRS = ("repos", ".repos")
+# The test the verdict of an evaluator task is reported as, unless task.json names others.
+EVALUATOR_TEST = "evaluator"
+
+Mode = Literal["pytest", "evaluator"]
+M = TypeVar("M", bound=BaseModel)
+
+
+class FolderLayoutError(BenchmarkError, ValueError):
+    """The folder is malformed; `path` is the file (or folder) at fault."""
+
+    def __init__(self, path: Path, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+
+
+class TaskFile(BaseModel):
+    """tasks/<id>/task.json."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    instance_id: str | None = Field(default=None, min_length=1)  # default: the folder's name
+    repo: str = Field(min_length=1)  # a folder under repos/ ("owner/name": its last part)
+    base_commit: str | None = None  # checked when given; computed from repos/<repo>/ otherwise
+    FAIL_TO_PASS: list[str] = Field(default_factory=list)
+    PASS_TO_PASS: list[str] = Field(default_factory=list)
+    test_command: list[str] | None = Field(default=None, min_length=1)  # pytest mode
+    evaluator: list[str] | None = Field(default=None, min_length=1)  # evaluator mode
+    hints_text: str = ""
+    created_at: str = ""
+    version: str = ""
+    image: str | None = None
+    repo_path: str = DEFAULT_REPO_PATH
+
+    @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
+    @classmethod
+    def _decode_json_list(cls, value: object) -> object:
+        # As in SWE-bench datasets, a JSON-encoded list is accepted.
+        return json.loads(value) if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> TaskFile:
+        if (self.test_command is None) == (self.evaluator is None):
+            raise ValueError("give exactly one of test_command (pytest) and evaluator (a command)")
+        if self.test_command is not None and not self.FAIL_TO_PASS:
+            raise ValueError("a pytest task needs FAIL_TO_PASS: the tests the fix makes pass")
+        return self
+
+    @property
+    def mode(self) -> Mode:
+        return "pytest" if self.test_command is not None else "evaluator"
+
+
+class SuiteFile(BaseModel):
+    """suite.json (optional): the task ids in order, and named subsets."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tasks: list[str] = Field(min_length=1)
+    subsets: dict[str, list[str]] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FolderTask:
+    task: Task
+    mode: Mode
+    repo_dir: Path  # the repository's base state
+    evaluator_dir: Path | None  # tasks/<id>/evaluator/, mounted read-only when grading
+
+
+@dataclass(frozen=True)
+class Folder:
+    tasks: list[FolderTask]
+    subsets: dict[str, list[str]]
+
+
+def base_message(repo: str) -> str:
+    """The message of the base commit; with the fixed identity and date it fixes the sha."""
+    return f"{repo}: base state"
+
+
+def load_folder(root: Path) -> Folder:
+    """Every task of the benchmark at `root`, checked; raises `FolderLayoutError`."""
+    tasks_dir = root / TASKS_DIR
+    if not tasks_dir.is_dir():
+        raise FolderLayoutError(tasks_dir, "missing: a benchmark folder holds tasks/<id>/task.json")
+    suite_path = root / SUITE_FILE
+    suite = _read_model(suite_path, SuiteFile) if suite_path.exists() else None
+    if suite is None:
+        folders = sorted(p for p in tasks_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
+        if not folders:
+            raise FolderLayoutError(tasks_dir, "no task folders")
+        wanted = [(folder.name, folder) for folder in folders]
+    else:
+        wanted = [(task_id, _task_folder(tasks_dir, task_id, suite_path)) for task_id in suite.tasks]
+    commits: dict[str, str] = {}
+    loaded: list[FolderTask] = []
+    seen: dict[str, Path] = {}
+    for listed_id, folder in wanted:
+        entry = _load_task(root, folder, listed_id if suite is not None else None, commits)
+        instance_id = entry.task.instance_id
+        if instance_id in seen:
+            raise FolderLayoutError(folder / TASK_FILE, f"instance id {instance_id!r} is used twice")
+        seen[instance_id] = folder
+        loaded.append(entry)
+    ids = [entry.task.instance_id for entry in loaded]
+    subsets = {"all": ids}
+    for name, members in (suite.subsets if suite is not None else {}).items():
+        unknown = [member for member in members if member not in seen]
+        if unknown:
+            raise FolderLayoutError(suite_path, f"subset {name!r} names unknown tasks: {', '.join(unknown)}")
+        subsets[name] = list(members)
+    return Folder(loaded, subsets)
+
+
+def _task_folder(tasks_dir: Path, instance_id: str, suite_path: Path) -> Path:
+    # clade-mini's ids carry a prefix ("clade-mini__textkit-1") that its folders do not.
+    for name in dict.fromkeys([instance_id, instance_id.rsplit("__", 1)[-1]]):
+        if _plain_name(name) and (tasks_dir / name).is_dir():
+            return tasks_dir / name
+    raise FolderLayoutError(suite_path, f"task {instance_id!r} has no folder {tasks_dir / instance_id}")
+
+
+def _load_task(root: Path, folder: Path, listed_id: str | None, commits: dict[str, str]) -> FolderTask:
+    task_path = folder / TASK_FILE
+    fields = _read_model(task_path, TaskFile)
+    instance_id = fields.instance_id or listed_id or folder.name
+    if listed_id is not None and instance_id != listed_id:
+        raise FolderLayoutError(task_path, f"instance_id {instance_id!r}, but suite.json lists {listed_id!r}")
+    repo_dir = _repo_dir(root, fields.repo, task_path)
+    if fields.repo not in commits:
+        commits[fields.repo] = _base_commit(repo_dir, fields.repo)
+    base_commit = commits[fields.repo]
+    if fields.base_commit is not None and fields.base_commit != base_commit:
+        raise FolderLayoutError(
+            task_path,
+            f"base_commit {fields.base_commit} does not match {repo_dir} (its base commit is "
+            f"{base_commit}); update it, or leave it out and Clade computes it",
+        )
+    statement = _read_text(folder / STATEMENT_FILE, required=True)
+    if not statement.strip():
+        raise FolderLayoutError(folder / STATEMENT_FILE, "is empty: it is the issue the agent sees")
+    evaluator_dir = folder / EVALUATOR_DIR
+    command = fields.test_command if fields.mode == "pytest" else fields.evaluator
+    assert command is not None  # TaskFile checked that exactly one is given
+    try:
+        task = Task(
+            instance_id=instance_id,
+            repo=fields.repo,
+            base_commit=base_commit,
+            problem_statement=statement,
+            patch=_read_text(folder / GOLD_FILE, required=False),
+            test_patch=_read_text(folder / TEST_PATCH_FILE, required=False),
+            FAIL_TO_PASS=fields.FAIL_TO_PASS or [EVALUATOR_TEST],
+            PASS_TO_PASS=fields.PASS_TO_PASS,
+            hints_text=fields.hints_text,
+            created_at=fields.created_at,
+            version=fields.version,
+            test_command=command,
+            repo_path=fields.repo_path,
+            image=fields.image,
+        )
+    except ValidationError as exc:
+        raise FolderLayoutError(task_path, _describe(exc)) from exc
+    return FolderTask(
+        task=task,
+        mode=fields.mode,
+        repo_dir=repo_dir,
+        evaluator_dir=evaluator_dir if evaluator_dir.is_dir() else None,
+    )
+
+
+def _repo_dir(root: Path, repo: str, task_path: Path) -> Path:
+    name = repo.rstrip("/").rsplit("/", 1)[-1]
+    if not _plain_name(name):
+        raise FolderLayoutError(task_path, f"repo {repo!r} is not a folder name")
+    for parent in REPO_DIRS:
+        if (root / parent / name).is_dir():
+            return root / parent / name
+    raise FolderLayoutError(task_path, f"repo {repo!r}: no folder {root / REPO_DIRS[0] / name}")
+
+
+def _base_commit(repo_dir: Path, repo: str) -> str:
+    with tempfile.TemporaryDirectory(prefix="clade-folder-") as tmp:
+        try:
+            return make_repo(repo_dir, Path(tmp) / "repo", base_message(repo))
+        except (GitError, OSError) as exc:
+            raise FolderLayoutError(repo_dir, f"cannot make a git repository of it: {exc}") from exc
+
+
+def _read_model(path: Path, model: type[M]) -> M:
+    text = _read_text(path, required=True)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno}, column {exc.colno}"
+        raise FolderLayoutError(path, f"bad JSON at {where}: {exc.msg}") from exc
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise FolderLayoutError(path, _describe(exc)) from exc
+
+
+def _read_text(path: Path, *, required: bool) -> str:
+    try:
+        return path.read_text()
+    except FileNotFoundError as exc:
+        if not required:
+            return ""
+        raise FolderLayoutError(path, "missing") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FolderLayoutError(path, f"cannot be read: {exc}") from exc
+
+
+def _describe(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"])
+        message = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
+        problems.append(f"{where}: {message}" if where else message)
+    return "; ".join(problems)
+
+
+def _plain_name(name: str) -> bool:
+    return bool(name) and not name.startswith(".") and "/" not in name and "\\" not in name
