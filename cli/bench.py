@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -43,9 +44,13 @@ def check(
     workers: Annotated[int, typer.Option(min=1, help="Tasks graded in parallel")] = 2,
     timeout: Annotated[float, typer.Option(help="Seconds for each task's tests")] = 300,
 ) -> None:
-    """Grade every task with its gold patch and with the empty patch, here (needs Docker)."""
+    """Grade every task with its gold patch and with the empty patch, here (needs Docker).
+
+    NAME is a registered benchmark, or the path of a benchmark folder (docs/own-benchmark.md).
+    """
+    from benchmarks.base import BenchmarkError
     from benchmarks.check import check_benchmark
-    from benchmarks.registry import get_benchmark
+    from benchmarks.registry import get_benchmark, known_benchmarks
     from contracts.settings import get_settings
     from sandbox.docker_backend import connect
     from sandbox.images.build import ensure_base_image
@@ -53,7 +58,15 @@ def check(
 
     cli: CliContext = ctx.obj
     settings = get_settings()
-    benchmark = get_benchmark(name)
+    folder = Path(name).expanduser()
+    with reported_errors():
+        try:
+            if name not in known_benchmarks() and folder.is_dir():
+                benchmark = get_benchmark("folder", path=str(folder))
+            else:
+                benchmark = get_benchmark(name)
+        except BenchmarkError as exc:
+            raise CliError(str(exc)) from exc
     image = ensure_base_image(connect(), settings.image_cache_dir)
     backend = get_backend(settings.sandbox_backend, owner="bench-check")
     total = len(benchmark.tasks())

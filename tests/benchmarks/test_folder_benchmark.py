@@ -17,10 +17,12 @@ from typing import Any
 import pytest
 
 from benchmarks import get_benchmark
+from benchmarks.catalog import BenchmarkCatalog
 from benchmarks.check import check_benchmark
 from benchmarks.folder import FolderBenchmark, FolderLayoutError, FolderOptionsError, parse_verdict
 from benchmarks.folder.layout import base_message
 from benchmarks.gitops import make_repo
+from contracts.config import ConfigFieldError, RunConfig
 from sandbox.base import SandboxBackend
 
 FIXTURE = Path(__file__).with_name("folder_fixture")
@@ -241,3 +243,24 @@ def test_base_commits_do_not_depend_on_the_machine(tmp_path: Path) -> None:
     greet = bench.tasks()[2]
     sha = make_repo(FIXTURE / ".repos/greet", tmp_path / "copy", base_message(greet.repo))
     assert sha == greet.base_commit
+
+
+def test_a_run_config_names_the_folder_by_path(folder: Path) -> None:
+    def config(stages: list[dict[str, Any]]) -> RunConfig:
+        return RunConfig.model_validate(
+            {
+                "seed_agent": "a" * 40,
+                "benchmark": {"name": "folder", "options": {"path": str(folder)}},
+                "stages": stages,
+            }
+        )
+
+    catalog = BenchmarkCatalog()
+    assert catalog.plan_stages(config([{"subset": "evaluator"}, {}])) == [
+        ["calc-2", "greet-1"],
+        ["calc-1", "calc-2", "greet-1"],
+    ]
+    (folder / "tasks/calc-1/statement.md").unlink()
+    with pytest.raises(ConfigFieldError) as refused:
+        BenchmarkCatalog().plan_stages(config([{}]))
+    assert str(folder / "tasks/calc-1/statement.md") in str(refused.value)
