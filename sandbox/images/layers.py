@@ -152,7 +152,7 @@ def remove_stale_builds(client: Any) -> list[str]:
     for container in found:
         builder = (container.labels or {}).get(BUILDER_LABEL, "")
         if is_stale_builder(builder):
-            _remove(container)
+            remove_build_container(container)
             removed.append(str(container.id))
     return removed
 
@@ -216,15 +216,15 @@ def _build_container(client: Any, image: str) -> Iterator[Any]:
         yield container
     except BaseException as failure:
         try:
-            _remove(container)
+            remove_build_container(container)
         except SandboxError as exc:
             # The build's own error is the one to report; the leftover container is a note.
             failure.add_note(str(exc))
         raise
-    _remove(container)
+    remove_build_container(container)
 
 
-def _remove(container: Any) -> None:
+def remove_build_container(container: Any) -> None:
     """Remove a build container; one already gone or already being removed counts as removed."""
     try:
         container.remove(force=True)

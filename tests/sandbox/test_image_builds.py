@@ -22,6 +22,7 @@ from sandbox.images.layers import (
     builder_identity,
     commit_python_layer,
     is_stale_builder,
+    remove_build_container,
     remove_stale_builds,
 )
 from sandbox.images.rootfs import RootfsRecipe, ensure_rootfs_tar
@@ -143,3 +144,17 @@ def test_a_failed_debootstrap_keeps_its_log(tmp_path: Path) -> None:
     assert log.is_file() and log.parent == tmp_path / "logs"
     assert "nonexistent-mirror" in log.read_text()
     assert not list((tmp_path / "rootfs").glob("rootfs-*"))  # the work folder is gone, the log is not
+
+
+def test_removing_a_build_container_twice_at_once_is_no_error(docker_client: Any, base_image: str) -> None:
+    # The second removal finds the container being removed (409) or gone (404): both are fine.
+    container = docker_client.containers.create(
+        base_image, command=["sleep", "infinity"], network_mode="none", labels={ROLE_LABEL: BUILD_ROLE}
+    )
+    container.start()
+    handles = [docker_client.containers.get(container.id) for _ in range(3)]
+    with ThreadPoolExecutor(max_workers=len(handles)) as pool:
+        for future in [pool.submit(remove_build_container, handle) for handle in handles]:
+            future.result(timeout=60)
+    assert container.id not in {c.id for c in docker_client.containers.list(all=True)}
+    remove_build_container(handles[0])  # long gone: still no error

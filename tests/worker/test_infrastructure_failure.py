@@ -1,24 +1,33 @@
-"""An evaluation whose task image cannot be built is reported at once, with the cause.
+"""An evaluation that cannot run is reported, with the cause, instead of staying pending.
 
 A SWE-bench fixture dataset whose instances name an image that this engine does not have
 (images are never pulled): the worker's real evaluation path tries a bounded number of
 times, then the service records the evaluation as an infrastructure failure naming the
 image, long before the driver would re-dispatch it, and the run's events carry the cause.
+Any other infrastructure error is retried by Celery; the last attempt reports it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+import docker
 import pytest
+from celery import Celery
 
 from benchmarks.swebench import load_harness
 from contracts.config import LimitsConfig
+from contracts.jobs import EVALUATE_TASK
+from contracts.records import EvaluationResult
+from sandbox.docker_backend import DockerBackend
 from service.driver.dispatch import evaluate_time_limit
 from tests.benchmarks.swebench.fixture_set import instance_rows, repositories, write_jsonl
 from tests.worker.harness import DEFAULT_LIMITS, evaluation_stack
+from worker.tasks import RETRY, register_tasks
 
 pytestmark = pytest.mark.docker
 
@@ -61,3 +70,34 @@ def test_an_unbuildable_task_image_fails_the_evaluation_at_once_with_its_cause(
     done = [e for e in events.json() if e["kind"] == "evaluation_done"]
     assert [e["payload"].get("infrastructure_failure") for e in done] == [cause]
     assert leftovers == []
+
+
+def test_an_evaluation_whose_retries_run_out_is_reported_with_the_last_cause(
+    tmp_path: Path, secret: str, base_image: str
+) -> None:
+    # A worker whose sandboxes go to an engine that is not there: every attempt fails with
+    # a SandboxError, Celery retries it (at once, run eagerly here), and the last attempt
+    # reports the evaluation instead of leaving it pending.
+    owner = f"test-worker-{uuid.uuid4().hex[:10]}"
+    with evaluation_stack(tmp_path / "stack", secret=secret, owner=owner) as stack:
+        gone = docker.DockerClient(base_url=f"unix://{tmp_path}/no-engine.sock", version="1.41")
+        broken = dataclasses.replace(stack.ctx, backend=DockerBackend(gone, owner=owner))
+        app = Celery("clade-test-worker")
+        register_tasks(app, lambda: broken)
+        agent_id = stack.import_agent(SEED_AGENT)
+        run_id = stack.create_run(agent_id, {})
+        job = stack.dispatch(run_id)
+        started = time.monotonic()
+        outcome = app.tasks[EVALUATE_TASK].apply(args=[job.model_dump(mode="json")]).get()
+        wall_s = time.monotonic() - started
+        with stack.service.anonymous as client:
+            detail = client.get(f"/api/agents/{agent_id}/evaluations/{job.evaluation_id}").json()
+        gone.close()
+
+    attempts = int(RETRY["max_retries"]) + 1
+    assert outcome.startswith(f"not run (gave up after {attempts} attempts: "), outcome
+    assert detail["status"] == "done" and detail["resolved"] is False
+    cause = EvaluationResult.model_validate(detail["result"]).infrastructure_failure
+    assert cause is not None and cause.startswith(f"gave up after {attempts} attempts: ")
+    assert "starting a sandbox from" in cause and "Connection aborted" in cause, cause
+    assert wall_s < 120, wall_s

@@ -54,6 +54,9 @@ function detail(result: EvaluationResult | null | undefined): HTMLElement {
       result.patch_applied === false ? " The agent's patch did not apply." : "",
       result.timed_out ? " The agent timed out." : "",
     ),
+    result.infrastructure_failure
+      ? h("p", { class: "error-box" }, `Not run (an infrastructure failure, not the agent's): ${result.infrastructure_failure}`)
+      : null,
     result.failure ? h("p", { class: "error-box" }, result.failure) : null,
     d ? h("p", { class: "muted" }, `setup ${d.setup_s?.toFixed(1)}s · agent ${d.agent_s?.toFixed(1)}s · grading ${d.grade_s?.toFixed(1)}s · exit code ${result.agent_exit_code ?? "—"}`) : null,
     h("h4", null, "Tests"),
