@@ -160,7 +160,7 @@ def remove_stale_builds(client: Any) -> list[str]:
 def builder_identity(pid: int | None = None) -> str:
     """`host:pid:start time` of a process (this one by default), as build containers are labelled."""
     pid = os.getpid() if pid is None else pid
-    return f"{socket.gethostname()}:{pid}:{_start_time(pid)}"
+    return f"{_host()}:{pid}:{_start_time(pid)}"
 
 
 def is_stale_builder(builder: str) -> bool:
@@ -168,9 +168,19 @@ def is_stale_builder(builder: str) -> bool:
     another start time). Unlabelled or foreign containers are never stale here."""
     host, _, rest = builder.partition(":")
     pid, _, started = rest.partition(":")
-    if host != socket.gethostname() or not pid.isdigit() or not started:
+    if host != _host() or not pid.isdigit() or not started:
         return False
     return _start_time(int(pid)) != started
+
+
+def _host() -> str:
+    # The host name, and the pid namespace: two containers that share a host name (host
+    # networking) each have their own pids, so one must never judge the other's.
+    try:
+        namespace = os.readlink("/proc/self/ns/pid").partition("[")[2].rstrip("]")
+    except OSError:
+        namespace = "unknown"
+    return f"{socket.gethostname()}/{namespace}"
 
 
 def _start_time(pid: int) -> str:
