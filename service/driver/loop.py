@@ -139,18 +139,22 @@ def open_steps(session: Session, run: Run, parents: list[str]) -> None:
 
 
 def dispatch_jobs(session: Session, run: Run, config: RunConfig, used: budget.Spent, outbox: Outbox) -> None:
-    """Jobs for pending steps and evaluations never sent, or sent too long ago (lost with a
-    broker or worker; ids make a second delivery harmless). After MAX_DISPATCHES, give up."""
+    """Jobs for the pending steps and evaluations not yet sent, or sent so long ago that the job
+    was lost with a broker or worker (ids make a second delivery harmless). After
+    MAX_DISPATCHES sends without an answer, the step fails and the evaluation counts as unresolved."""
     now = datetime.now(UTC)
     common = _job_fields(run, config, used)
     bench = BenchmarkRef(name=config.benchmark.name, options=config.benchmark.options)
     stale = now - timedelta(seconds=improve_time_limit(config.limits) + REDISPATCH_MARGIN_S)
-    steps = select(Step).where(
-        Step.run_id == run.id,
-        Step.status == StepStatus.PENDING,
-        or_(Step.dispatched_at.is_(None), Step.dispatched_at < stale),
-    )
-    for step in session.scalars(steps.order_by(Step.number)).all():
+    for step in session.scalars(
+        select(Step)
+        .where(
+            Step.run_id == run.id,
+            Step.status == StepStatus.PENDING,
+            or_(Step.dispatched_at.is_(None), Step.dispatched_at < stale),
+        )
+        .order_by(Step.number)
+    ).all():
         if not _count_dispatch(step, now):
             give_up_step(step, reason=NO_ANSWER)
             continue
@@ -168,12 +172,15 @@ def dispatch_jobs(session: Session, run: Run, config: RunConfig, used: budget.Sp
             )
         )
     stale = now - timedelta(seconds=evaluate_time_limit(config.limits) + REDISPATCH_MARGIN_S)
-    evaluations = select(Evaluation).where(
-        Evaluation.run_id == run.id,
-        Evaluation.status == EvaluationStatus.PENDING,
-        or_(Evaluation.dispatched_at.is_(None), Evaluation.dispatched_at < stale),
-    )
-    for evaluation in session.scalars(evaluations.order_by(Evaluation.created_at, Evaluation.id)).all():
+    for evaluation in session.scalars(
+        select(Evaluation)
+        .where(
+            Evaluation.run_id == run.id,
+            Evaluation.status == EvaluationStatus.PENDING,
+            or_(Evaluation.dispatched_at.is_(None), Evaluation.dispatched_at < stale),
+        )
+        .order_by(Evaluation.created_at, Evaluation.id)
+    ).all():
         if not _count_dispatch(evaluation, now):
             give_up_evaluation(evaluation, reason=NO_ANSWER)
             continue
