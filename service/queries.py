@@ -18,7 +18,8 @@ from service.api.schemas import (
     StageScorePublic,
 )
 from service.db.models import Agent, Evaluation, LLMUsage, Run, RunAgent, StageScore, Step
-from service.runs import IN_FLIGHT_STEP, elapsed_seconds
+from service.lifecycle import STEP_IN_FLIGHT, MemberStatus
+from service.runs import elapsed_seconds
 
 
 def get_run(session: Session, *, run_id: str) -> Run:
@@ -69,11 +70,13 @@ def _run_fields(session: Session, run: Run) -> dict[str, object]:
         select(func.count()).select_from(Step).where(Step.run_id == run.id, Step.child_id.is_not(None))
     )
     in_flight = session.scalar(
-        select(func.count()).select_from(Step).where(Step.run_id == run.id, Step.status.in_(IN_FLIGHT_STEP))
+        select(func.count()).select_from(Step).where(Step.run_id == run.id, Step.status.in_(STEP_IN_FLIGHT))
     )
     best = session.execute(
         select(RunAgent.agent_id, RunAgent.score)
-        .where(RunAgent.run_id == run.id, RunAgent.status == "admitted", RunAgent.score.is_not(None))
+        .where(
+            RunAgent.run_id == run.id, RunAgent.status == MemberStatus.ADMITTED, RunAgent.score.is_not(None)
+        )
         .order_by(RunAgent.score.desc(), RunAgent.created_at)
         .limit(1)
     ).first()
@@ -161,7 +164,9 @@ def run_agents(
 def top_agents(session: Session, *, run_id: str, k: int) -> list[str]:
     rows = session.scalars(
         select(RunAgent.agent_id)
-        .where(RunAgent.run_id == run_id, RunAgent.status == "admitted", RunAgent.score.is_not(None))
+        .where(
+            RunAgent.run_id == run_id, RunAgent.status == MemberStatus.ADMITTED, RunAgent.score.is_not(None)
+        )
         .order_by(RunAgent.score.desc(), RunAgent.created_at)
         .limit(k)
     ).all()

@@ -8,10 +8,9 @@ from datetime import UTC, datetime
 from sqlalchemy.orm import Session
 
 from contracts.errors import ConflictError, NotFoundError
-from contracts.records import EvaluationSubmission, UsageRecord
+from contracts.records import EvaluationResult, EvaluationSubmission, UsageRecord
+from service import lifecycle
 from service.db.models import Evaluation, Event, LLMUsage, Step
-
-TERMINAL_STEP = ("admitted", "rejected", "failed", "cancelled")
 
 
 def record_evaluation(
@@ -21,10 +20,10 @@ def record_evaluation(
     evaluation = session.get(Evaluation, evaluation_id, with_for_update=True)
     if evaluation is None:
         raise NotFoundError(f"evaluation {evaluation_id} not found")
-    if evaluation.status != "pending":  # done already, or cancelled with its run
+    if not lifecycle.finish_evaluation.allows(evaluation):  # done already, or cancelled with its run
         return evaluation
     result = submission.result
-    evaluation.status = "done"
+    lifecycle.finish_evaluation(evaluation)
     evaluation.resolved = result.resolved
     evaluation.result = result.model_dump(mode="json")
     evaluation.prompt_tokens = sum(u.prompt_tokens for u in submission.usage)
@@ -56,6 +55,20 @@ def record_evaluation(
         )
     )
     return evaluation
+
+
+def give_up_evaluation(evaluation: Evaluation, *, reason: str) -> None:
+    """An evaluation no worker answered: done and unresolved, with a result that says why."""
+    lifecycle.finish_evaluation(evaluation)
+    evaluation.resolved = False
+    evaluation.result = EvaluationResult(resolved=False, failure=reason).model_dump(mode="json")
+    evaluation.finished_at = datetime.now(UTC)
+
+
+def give_up_step(step: Step, *, reason: str) -> None:
+    """A step no worker answered: failed, with the reason."""
+    lifecycle.fail_step(step)
+    step.reason, step.finished_at = reason, datetime.now(UTC)
 
 
 def record_usage(
@@ -97,11 +110,11 @@ def reject_step(
     step = session.get(Step, step_id, with_for_update=True)
     if step is None:
         raise NotFoundError(f"step {step_id} not found")
-    if step.status in TERMINAL_STEP:
+    if step.status in lifecycle.STEP_FINISHED:
         return step
     if step.child_id is not None:
         raise ConflictError(f"step {step_id} already has a child; reject the child instead")
-    step.status = "rejected"
+    lifecycle.reject_step(step)
     step.reason = reason
     step.diagnosis = diagnosis or step.diagnosis
     record_usage(session, usage=usage or [], run_id=step.run_id, step_id=step.id, agent_id=step.parent_id)

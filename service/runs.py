@@ -1,4 +1,4 @@
-"""Run lifecycle: creation from a validated configuration and the allowed state changes."""
+"""Runs: creation from a validated configuration, pause/resume/cancel, and winding down."""
 
 from __future__ import annotations
 
@@ -9,19 +9,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from contracts.config import RunConfig
-from contracts.errors import ConflictError, NotFoundError
+from contracts.errors import NotFoundError
+from service import lifecycle
 from service.db.models import Agent, Evaluation, Event, Run, RunAgent, Step
-
-ACTIVE = ("running", "paused")
-FINISHED = ("completed", "cancelled", "failed")
-IN_FLIGHT_STEP = ("pending", "improving", "evaluating")
-
-# action -> (states it may start from, state it leads to)
-TRANSITIONS: dict[str, tuple[tuple[str, ...], str]] = {
-    "pause": (("running",), "paused"),
-    "resume": (("paused",), "running"),
-    "cancel": (("running", "paused"), "cancelled"),
-}
+from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus, Transition
 
 
 class UnknownAgentError(NotFoundError):
@@ -48,15 +39,17 @@ def create_run(session: Session, *, config: RunConfig, stage_tasks: list[list[st
         name=config.name,
         config=config.model_dump(mode="json"),
         stage_tasks=stage_tasks,
-        status="running",
         seed_agent_id=config.seed_agent,
         created_at=now,
         started_at=now,
         resumed_at=now,
     )
+    lifecycle.start_run(run)
     session.add(run)
     session.flush()
-    session.add(RunAgent(run_id=run.id, agent_id=config.seed_agent, status="evaluating", step_number=0))
+    seed = RunAgent(run_id=run.id, agent_id=config.seed_agent, step_number=0)
+    lifecycle.join_run(seed)
+    session.add(seed)
     session.add(Event(run_id=run.id, kind="run_created", payload={"name": config.name}))
     return run
 
@@ -66,19 +59,18 @@ def change_state(session: Session, *, run_id: str, action: str) -> Run:
     run = session.get(Run, run_id, with_for_update=True)
     if run is None:
         raise NotFoundError(f"run {run_id} not found")
-    allowed_from, target = TRANSITIONS[action]
-    if run.status not in allowed_from:
-        raise ConflictError(f"cannot {action} run {run_id}: it is {run.status}")
-    if target in FINISHED:
-        wind_down(session, run=run, status=target, reason=f"{action} requested")
+    transition = lifecycle.RUN_ACTIONS[action]
+    if transition.target in lifecycle.RUN_FINISHED:
+        wind_down(session, run=run, end=transition, reason=f"{action} requested")
         return run
     now = datetime.now(UTC)
-    if run.status == "running":
+    was_running = run.status == RunStatus.RUNNING
+    transition(run)
+    if was_running:
         bank_active_time(run, now)
-    if target == "running":
+    if run.status == RunStatus.RUNNING:
         run.resumed_at = now
-    run.status = target
-    session.add(Event(run_id=run_id, kind=f"run_{target}", payload={"action": action}))
+    session.add(Event(run_id=run_id, kind=f"run_{run.status}", payload={"action": action}))
     return run
 
 
@@ -93,26 +85,37 @@ def bank_active_time(run: Run, now: datetime) -> None:
 def elapsed_seconds(run: Run, now: datetime | None = None) -> float:
     now = now or datetime.now(UTC)
     total = run.active_seconds
-    if run.status == "running" and run.resumed_at is not None:
+    if run.status == RunStatus.RUNNING and run.resumed_at is not None:
         resumed = run.resumed_at if run.resumed_at.tzinfo else run.resumed_at.replace(tzinfo=UTC)
         total += max(0.0, (now - resumed).total_seconds())
     return total
 
 
-def wind_down(session: Session, *, run: Run, status: str, reason: str) -> None:
+def complete(session: Session, *, run: Run, reason: str) -> None:
+    """The driver ends a run: its budget is spent, or its work is done."""
+    wind_down(session, run=run, end=lifecycle.complete_run, reason=reason)
+
+
+def wind_down(session: Session, *, run: Run, end: Transition[Run], reason: str) -> None:
     """Finish a run: work still in flight is cancelled and agents still being scored are rejected."""
     now = datetime.now(UTC)
-    if run.status == "running":
+    was_running = run.status == RunStatus.RUNNING
+    end(run)
+    if was_running:
         bank_active_time(run, now)
-    run.status, run.stop_reason, run.finished_at = status, reason, now
-    for step in session.scalars(select(Step).where(Step.run_id == run.id, Step.status.in_(IN_FLIGHT_STEP))):
-        step.status, step.reason, step.finished_at = "cancelled", reason, now
+    run.stop_reason, run.finished_at = reason, now
+    for step in session.scalars(
+        select(Step).where(Step.run_id == run.id, Step.status.in_(lifecycle.STEP_IN_FLIGHT))
+    ):
+        lifecycle.cancel_step(step)
+        step.reason, step.finished_at = reason, now
     for evaluation in session.scalars(
-        select(Evaluation).where(Evaluation.run_id == run.id, Evaluation.status == "pending")
+        select(Evaluation).where(Evaluation.run_id == run.id, Evaluation.status == EvaluationStatus.PENDING)
     ):
-        evaluation.status = "cancelled"
+        lifecycle.cancel_evaluation(evaluation)
     for member in session.scalars(
-        select(RunAgent).where(RunAgent.run_id == run.id, RunAgent.status == "evaluating")
+        select(RunAgent).where(RunAgent.run_id == run.id, RunAgent.status == MemberStatus.EVALUATING)
     ):
-        member.status, member.reason = "rejected", f"run ended before its evaluation finished: {reason}"
-    session.add(Event(run_id=run.id, kind=f"run_{status}", payload={"reason": reason}))
+        lifecycle.reject_member(member)
+        member.reason = f"run ended before its evaluation finished: {reason}"
+    session.add(Event(run_id=run.id, kind=f"run_{run.status}", payload={"reason": reason}))

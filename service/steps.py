@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from service import lifecycle
 from service.db.models import Event, Step
 from service.runs import new_id
 
@@ -12,7 +13,8 @@ from service.runs import new_id
 def open_step(session: Session, *, run_id: str, parent_id: str) -> Step:
     """A new pending step; the caller commits (and then hands it to a worker)."""
     number = (session.scalar(select(func.max(Step.number)).where(Step.run_id == run_id)) or 0) + 1
-    step = Step(id=new_id(), run_id=run_id, number=number, parent_id=parent_id, status="pending")
+    step = Step(id=new_id(), run_id=run_id, number=number, parent_id=parent_id)
+    lifecycle.open_step(step)
     session.add(step)
     session.add(Event(run_id=run_id, kind="step_opened", payload={"step": number, "parent_id": parent_id}))
     return step

@@ -8,6 +8,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, Field
 
 from contracts.records import EvaluationResult
+from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus
 
 T = TypeVar("T")
 
@@ -39,7 +40,7 @@ class Progress(BaseModel):
 class RunPublic(BaseModel):
     id: str
     name: str
-    status: str
+    status: RunStatus
     stop_reason: str | None
     seed_agent_id: str
     created_at: datetime
@@ -67,7 +68,7 @@ class RunAgentPublic(BaseModel):
 
     id: str
     parent_id: str | None
-    status: str
+    status: MemberStatus
     reason: str | None
     score: float | None
     stage_reached: int
@@ -93,7 +94,7 @@ class EvaluationPublic(BaseModel):
     id: str
     task_id: str
     stage: int
-    status: str
+    status: EvaluationStatus
     resolved: bool | None
     cost_usd: float
     prompt_tokens: int
@@ -107,7 +108,7 @@ class EvaluationDetail(EvaluationPublic):
 
 class AgentInRun(BaseModel):
     run_id: str
-    status: str
+    status: MemberStatus
     reason: str | None
     score: float | None
     stages: list[StageScorePublic]

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from contracts.records import AgentMetadata, AgentRunRecord, StageScoreRecord
 from service.archive.git_store import GitStore
 from service.db.models import Evaluation, Run, RunAgent, StageScore
+from service.lifecycle import EvaluationStatus
 from service.queries import get_agent, lineage_ids
 
 
@@ -106,7 +107,11 @@ def predictions_jsonl(session: Session, *, run_id: str, agent_id: str) -> str:
     model = f"clade-agent-{agent_id[:12]}"
     rows = session.scalars(
         select(Evaluation)
-        .where(Evaluation.run_id == run_id, Evaluation.agent_id == agent_id, Evaluation.status == "done")
+        .where(
+            Evaluation.run_id == run_id,
+            Evaluation.agent_id == agent_id,
+            Evaluation.status == EvaluationStatus.DONE,
+        )
         .order_by(Evaluation.task_id)
     )
     return to_jsonl((e.task_id, model, str((e.result or {}).get("diff", ""))) for e in rows)

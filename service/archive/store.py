@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from contracts.errors import ConflictError, InvalidAgentError, NotFoundError, PatchError
 from contracts.manifest import MANIFEST_FILE, parse_manifest
 from contracts.records import UsageRecord
+from service import lifecycle
 from service.archive.git_store import GitStore
 from service.archive.tarballs import extract_tar
 from service.db.models import Agent, Event, RunAgent, Step
@@ -83,7 +84,7 @@ class Archive:
             step = _get_step(session, step_id)
             if step.child_id is not None:
                 return _get_agent(session, step.child_id)
-            if step.status not in ("improving", "pending"):
+            if not lifecycle.step_takes_child.allows(step):
                 raise ConflictError(f"step {step_id} is {step.status}; it takes no child")
             parent_id, run_id, number = step.parent_id, step.run_id, step.number
         message = f"child of {parent_id[:12]}\n\nClade-Run: {run_id}\nClade-Step: {step_id} (#{number})\n"
@@ -104,24 +105,20 @@ class Archive:
             )
             session.add(agent)
             step.child_id = sha
-            status = "rejected" if rejection else "evaluating"
-            step.status, step.reason = status, rejection
-            if rejection:
+            member = RunAgent(run_id=run_id, agent_id=sha, parent_id=parent_id, step_number=number)
+            if rejection:  # archived and shown, never a parent
+                lifecycle.reject_step(step)
+                lifecycle.join_rejected(member)
+                step.reason = member.reason = rejection
                 step.finished_at = datetime.now(UTC)
+            else:
+                lifecycle.step_takes_child(step)
+                lifecycle.join_run(member)
             if diagnosis is not None:
                 step.diagnosis = diagnosis
             # What it cost to make this child is shown on the child.
             record_usage(session, usage=usage or [], run_id=run_id, step_id=step_id, agent_id=sha)
-            session.add(
-                RunAgent(
-                    run_id=run_id,
-                    agent_id=sha,
-                    parent_id=parent_id,
-                    status=status,
-                    reason=rejection,
-                    step_number=number,
-                )
-            )
+            session.add(member)
             parent = session.get(RunAgent, (run_id, parent_id))
             if parent is not None:
                 parent.children += 1

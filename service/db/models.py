@@ -1,7 +1,8 @@
 """SQLAlchemy 2 models: runs, agents, run membership, steps, evaluations, LLM usage, events.
 
 Git holds the agents' code; these tables hold everything else. An agent row is
-written only after its git objects exist (see `service.archive.store`).
+written only after its git objects exist (see `service.archive.store`). Status columns
+hold the values of `service.lifecycle`'s enums and are written only through it.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class Run(Base):
     config: Mapped[dict[str, Any]]
     # Task ids of each stage, fixed when the run is created (recorded with the run).
     stage_tasks: Mapped[list[list[str]]] = mapped_column(JSON, default=list)
-    status: Mapped[str] = mapped_column(String(16), index=True)
+    status: Mapped[str] = mapped_column(String(16), index=True)  # lifecycle.RunStatus
     stop_reason: Mapped[str | None] = mapped_column(Text)
     seed_agent_id: Mapped[str] = mapped_column(SHA, ForeignKey("agents.id"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -79,7 +80,7 @@ class RunAgent(Base):
     run_id: Mapped[str] = mapped_column(ID, ForeignKey("runs.id"), primary_key=True)
     agent_id: Mapped[str] = mapped_column(SHA, ForeignKey("agents.id"), primary_key=True)
     parent_id: Mapped[str | None] = mapped_column(SHA)
-    status: Mapped[str] = mapped_column(String(16))  # evaluating | admitted | rejected
+    status: Mapped[str] = mapped_column(String(16))  # lifecycle.MemberStatus
     reason: Mapped[str | None] = mapped_column(Text)
     score: Mapped[float | None] = mapped_column(Float)
     stage_reached: Mapped[int] = mapped_column(Integer, default=0)
@@ -112,7 +113,7 @@ class Step(Base):
     number: Mapped[int] = mapped_column(Integer)
     parent_id: Mapped[str] = mapped_column(SHA, ForeignKey("agents.id"))
     child_id: Mapped[str | None] = mapped_column(SHA, ForeignKey("agents.id"))
-    status: Mapped[str] = mapped_column(String(16), index=True)
+    status: Mapped[str] = mapped_column(String(16), index=True)  # lifecycle.StepStatus
     reason: Mapped[str | None] = mapped_column(Text)
     diagnosis: Mapped[str | None] = mapped_column(Text)
     dispatched_at: Mapped[datetime | None]
@@ -134,7 +135,7 @@ class Evaluation(Base):
     agent_id: Mapped[str] = mapped_column(SHA, ForeignKey("agents.id"))
     task_id: Mapped[str] = mapped_column(String(200))
     stage: Mapped[int] = mapped_column(Integer)
-    status: Mapped[str] = mapped_column(String(16), index=True)  # pending|running|done|error
+    status: Mapped[str] = mapped_column(String(16), index=True)  # lifecycle.EvaluationStatus
     resolved: Mapped[bool | None] = mapped_column(Boolean)
     result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)

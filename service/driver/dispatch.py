@@ -7,7 +7,7 @@ from typing import Protocol
 from celery import Celery
 
 from contracts.config import ConfigFieldError, LimitsConfig
-from contracts.jobs import EVALUATE_TASK, IMPROVE_TASK, EvaluateJob, ImproveJob
+from contracts.jobs import EVALUATE_TASK, IMPROVE_TASK, EvaluateJob, ImproveJob, Job
 
 
 class Dispatcher(Protocol):
@@ -31,21 +31,18 @@ class CeleryDispatcher:
         self.app = app
 
     def improve(self, job: ImproveJob) -> None:
-        hard = improve_time_limit(job.limits)
-        self.app.send_task(
-            IMPROVE_TASK,
-            kwargs={"job": job.model_dump(mode="json")},
-            task_id=f"improve-{job.step_id}",
-            time_limit=hard,
-            soft_time_limit=hard - 1,
-        )
+        self._send(IMPROVE_TASK, job, task_id=f"improve-{job.step_id}", hard=improve_time_limit(job.limits))
 
     def evaluate(self, job: EvaluateJob) -> None:
-        hard = evaluate_time_limit(job.limits)
+        self._send(
+            EVALUATE_TASK, job, task_id=f"evaluate-{job.evaluation_id}", hard=evaluate_time_limit(job.limits)
+        )
+
+    def _send(self, name: str, job: Job, *, task_id: str, hard: int) -> None:
         self.app.send_task(
-            EVALUATE_TASK,
+            name,
             kwargs={"job": job.model_dump(mode="json")},
-            task_id=f"evaluate-{job.evaluation_id}",
+            task_id=task_id,
             time_limit=hard,
             soft_time_limit=hard - 1,
         )

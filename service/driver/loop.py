@@ -1,10 +1,23 @@
-"""The driver loop: one transaction per active run per tick, jobs sent after it commits."""
+"""The driver loop: one transaction per running run per tick, jobs sent after it commits.
+
+A tick takes each running run one move further along the path of its steps:
+
+    advance   evaluating agents go through their stages (the missing evaluations are created)
+    admit     agents whose evaluation is over are admitted or rejected, and their steps with them
+    select    parents are chosen among the admitted agents, one per free step slot
+    open      a step is opened for each parent
+    dispatch  jobs not yet sent, or lost (unanswered past their time limit), go to the outbox
+
+Admission comes before selection so that an agent admitted in this tick is a candidate, and
+its step's slot free, at once; dispatch comes last so that every job decided in the tick is
+sent in it. A spent budget stops the run before any of this; a run whose children are all
+attempted completes once nothing is in flight.
+"""
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -13,18 +26,22 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from contracts.config import RunConfig
 from contracts.jobs import BenchmarkRef, EvaluateJob, ImproveJob, Job
+from service import lifecycle
 from service.db.models import Evaluation, Run, RunAgent, Step
 from service.driver import budget
 from service.driver.dispatch import Dispatcher, evaluate_time_limit, improve_time_limit
 from service.driver.parents import choose_parent
-from service.driver.stages import advance
-from service.runs import IN_FLIGHT_STEP, wind_down
+from service.driver.stages import Verdict, admit, advance
+from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus, StepStatus
+from service.results import give_up_evaluation, give_up_step
+from service.runs import complete
 from service.steps import open_step
 
 log = logging.getLogger("clade.driver")
 # A job is sent again if no answer came within its hard time limit plus this margin.
 REDISPATCH_MARGIN_S = 120
 MAX_DISPATCHES = 3
+NO_ANSWER = f"no worker answered after {MAX_DISPATCHES} dispatches"
 
 
 @dataclass
@@ -59,12 +76,12 @@ class RunDriver:
 
     def tick(self) -> None:
         with self.sessions() as session:
-            run_ids = list(session.scalars(select(Run.id).where(Run.status == "running")))
+            run_ids = list(session.scalars(select(Run.id).where(Run.status == RunStatus.RUNNING)))
         for run_id in run_ids:
             outbox = Outbox()
             with self.sessions.begin() as session:
                 run = session.get(Run, run_id, with_for_update=True)
-                if run is not None and run.status == "running":
+                if run is not None and run.status == RunStatus.RUNNING:
                     drive(session, run, outbox)
             for improve in outbox.improve:
                 self.dispatcher.improve(improve)
@@ -73,84 +90,110 @@ class RunDriver:
 
 
 def drive(session: Session, run: Run, outbox: Outbox) -> None:
-    """One step of a run's life, decided from what the database holds now."""
+    """One tick of a run, decided from what the database holds now."""
     config = RunConfig.model_validate(run.config)
     used = budget.spent(session, run)
     stop = budget.hard_stop(config.budget, used)
     if stop is not None:
         log.info("run %s stops: %s", run.id, stop)
-        wind_down(session, run=run, status="completed", reason=stop)
+        complete(session, run=run, reason=stop)
         return
-    common = _job_fields(run, config, used)
-    bench = BenchmarkRef(name=config.benchmark.name, options=config.benchmark.options)
-    now = datetime.now(UTC)
-
-    def send_evaluation(evaluation: Evaluation) -> None:
-        if _count_dispatch(evaluation, now):
-            outbox.evaluate.append(
-                EvaluateJob(
-                    **common,
-                    evaluation_id=evaluation.id,
-                    agent_id=evaluation.agent_id,
-                    task_id=evaluation.task_id,
-                    solve_model=config.models.solve,
-                    benchmark=bench,
-                )
-            )
-        else:
-            evaluation.status, evaluation.resolved = "done", False
-            evaluation.result = {"failure": f"no worker answered after {MAX_DISPATCHES} dispatches"}
-
-    def send_step(step: Step) -> None:
-        if _count_dispatch(step, now):
-            improver = config.improver.agent if config.improver.mode == "fixed" else step.parent_id
-            assert improver is not None
-            outbox.improve.append(
-                ImproveJob(
-                    **common,
-                    step_id=step.id,
-                    parent_id=step.parent_id,
-                    improver_id=improver,
-                    diagnose_model=config.models.diagnose,
-                    improve_model=config.models.improve,
-                    benchmark=bench,
-                )
-            )
-        else:
-            step.status, step.reason = "failed", f"no worker answered after {MAX_DISPATCHES} dispatches"
-
-    for member in session.scalars(
-        select(RunAgent).where(RunAgent.run_id == run.id, RunAgent.status == "evaluating")
-    ).all():
-        advance(session, run, config, member, send_evaluation)
-    _resend_stale(session, run, config, now, send_evaluation, send_step)
-
-    in_flight = _steps_in_flight(session, run)
-    if budget.children_exhausted(config.budget, used):
-        evaluating = session.scalar(
-            select(func.count())
-            .select_from(RunAgent)
-            .where(RunAgent.run_id == run.id, RunAgent.status == "evaluating")
-        )
-        if in_flight == 0 and not evaluating:
-            reason = (
-                "evaluation finished (an evaluation-only run)"
-                if config.budget.max_children == 0
-                else f"budget: max_children reached ({config.budget.max_children})"
-            )
-            wind_down(session, run=run, status="completed", reason=reason)
+    admit_agents(session, run, advance_agents(session, run, config))
+    if not budget.children_exhausted(config.budget, used):
+        open_steps(session, run, select_parents(session, run, config, used))
+    elif _steps_in_flight(session, run) == 0 and not _agents_evaluating(session, run):
+        complete(session, run=run, reason=_completion_reason(config))
         return
-    opened = 0
-    while in_flight < config.parallelism and used.steps + opened < config.budget.max_children:
-        number = used.steps + opened + 1
+    dispatch_jobs(session, run, config, used, outbox)
+
+
+def advance_agents(session: Session, run: Run, config: RunConfig) -> list[Verdict]:
+    """Each evaluating agent as far through its stages as its results allow; the finished ones."""
+    members = session.scalars(
+        select(RunAgent).where(RunAgent.run_id == run.id, RunAgent.status == MemberStatus.EVALUATING)
+    ).all()
+    return [verdict for member in members if (verdict := advance(session, run, config, member)) is not None]
+
+
+def admit_agents(session: Session, run: Run, verdicts: list[Verdict]) -> None:
+    for verdict in verdicts:
+        admit(session, run, verdict)
+
+
+def select_parents(session: Session, run: Run, config: RunConfig, used: budget.Spent) -> list[str]:
+    """A parent for each free step slot, within the children budget (none until one is admitted)."""
+    free = min(config.parallelism - _steps_in_flight(session, run), config.budget.max_children - used.steps)
+    parents: list[str] = []
+    for number in range(used.steps + 1, used.steps + 1 + free):
         parent = choose_parent(session, run, config, number)
         if parent is None:
             break  # the seed is still being scored
-        step = open_step(session, run_id=run.id, parent_id=parent)
-        session.flush()
-        send_step(step)
-        opened += 1
-        in_flight += 1
+        parents.append(parent)
+    return parents
+
+
+def open_steps(session: Session, run: Run, parents: list[str]) -> None:
+    for parent in parents:
+        open_step(session, run_id=run.id, parent_id=parent)
+    session.flush()
+
+
+def dispatch_jobs(session: Session, run: Run, config: RunConfig, used: budget.Spent, outbox: Outbox) -> None:
+    """Jobs for the pending steps and evaluations not yet sent, or sent so long ago that the job
+    was lost with a broker or worker (ids make a second delivery harmless). After
+    MAX_DISPATCHES sends without an answer, the step fails and the evaluation counts as unresolved."""
+    now = datetime.now(UTC)
+    common = _job_fields(run, config, used)
+    bench = BenchmarkRef(name=config.benchmark.name, options=config.benchmark.options)
+    stale = now - timedelta(seconds=improve_time_limit(config.limits) + REDISPATCH_MARGIN_S)
+    for step in session.scalars(
+        select(Step)
+        .where(
+            Step.run_id == run.id,
+            Step.status == StepStatus.PENDING,
+            or_(Step.dispatched_at.is_(None), Step.dispatched_at < stale),
+        )
+        .order_by(Step.number)
+    ).all():
+        if not _count_dispatch(step, now):
+            give_up_step(step, reason=NO_ANSWER)
+            continue
+        improver = config.improver.agent if config.improver.mode == "fixed" else step.parent_id
+        assert improver is not None
+        outbox.improve.append(
+            ImproveJob(
+                **common,
+                step_id=step.id,
+                parent_id=step.parent_id,
+                improver_id=improver,
+                diagnose_model=config.models.diagnose,
+                improve_model=config.models.improve,
+                benchmark=bench,
+            )
+        )
+    stale = now - timedelta(seconds=evaluate_time_limit(config.limits) + REDISPATCH_MARGIN_S)
+    for evaluation in session.scalars(
+        select(Evaluation)
+        .where(
+            Evaluation.run_id == run.id,
+            Evaluation.status == EvaluationStatus.PENDING,
+            or_(Evaluation.dispatched_at.is_(None), Evaluation.dispatched_at < stale),
+        )
+        .order_by(Evaluation.created_at, Evaluation.id)
+    ).all():
+        if not _count_dispatch(evaluation, now):
+            give_up_evaluation(evaluation, reason=NO_ANSWER)
+            continue
+        outbox.evaluate.append(
+            EvaluateJob(
+                **common,
+                evaluation_id=evaluation.id,
+                agent_id=evaluation.agent_id,
+                task_id=evaluation.task_id,
+                solve_model=config.models.solve,
+                benchmark=bench,
+            )
+        )
 
 
 def _job_fields(run: Run, config: RunConfig, used: budget.Spent) -> dict[str, object]:
@@ -172,33 +215,10 @@ def _count_dispatch(item: Step | Evaluation, now: datetime) -> bool:
     return True
 
 
-def _resend_stale(
-    session: Session,
-    run: Run,
-    config: RunConfig,
-    now: datetime,
-    send_evaluation: Callable[[Evaluation], None],
-    send_step: Callable[[Step], None],
-) -> None:
-    """Jobs lost with a broker or worker are sent again; ids make a second delivery harmless."""
-    stale_eval = now - timedelta(seconds=evaluate_time_limit(config.limits) + REDISPATCH_MARGIN_S)
-    stale_step = now - timedelta(seconds=improve_time_limit(config.limits) + REDISPATCH_MARGIN_S)
-    for evaluation in session.scalars(
-        select(Evaluation).where(
-            Evaluation.run_id == run.id,
-            Evaluation.status == "pending",
-            or_(Evaluation.dispatched_at.is_(None), Evaluation.dispatched_at < stale_eval),
-        )
-    ).all():
-        send_evaluation(evaluation)
-    for step in session.scalars(
-        select(Step).where(
-            Step.run_id == run.id,
-            Step.status == "pending",
-            or_(Step.dispatched_at.is_(None), Step.dispatched_at < stale_step),
-        )
-    ).all():
-        send_step(step)
+def _completion_reason(config: RunConfig) -> str:
+    if config.budget.max_children == 0:
+        return "evaluation finished (an evaluation-only run)"
+    return f"budget: max_children reached ({config.budget.max_children})"
 
 
 def _steps_in_flight(session: Session, run: Run) -> int:
@@ -206,7 +226,17 @@ def _steps_in_flight(session: Session, run: Run) -> int:
         session.scalar(
             select(func.count())
             .select_from(Step)
-            .where(Step.run_id == run.id, Step.status.in_(IN_FLIGHT_STEP))
+            .where(Step.run_id == run.id, Step.status.in_(lifecycle.STEP_IN_FLIGHT))
         )
         or 0
+    )
+
+
+def _agents_evaluating(session: Session, run: Run) -> bool:
+    return bool(
+        session.scalar(
+            select(func.count())
+            .select_from(RunAgent)
+            .where(RunAgent.run_id == run.id, RunAgent.status == MemberStatus.EVALUATING)
+        )
     )

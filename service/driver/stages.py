@@ -8,21 +8,34 @@ candidate only if it passed stage 0; the seed is always a candidate.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from contracts.config import RunConfig
+from service import lifecycle
 from service.db.models import Evaluation, Event, Run, RunAgent, StageScore, Step
+from service.lifecycle import EvaluationStatus
 from service.runs import new_id
 
-EvaluationSender = Callable[[Evaluation], None]
+
+@dataclass(frozen=True)
+class Verdict:
+    """An agent whose evaluation is over: every evaluation it had, and why it failed stage 1 if it did."""
+
+    member: RunAgent
+    evaluations: list[Evaluation]
+    failed_first: str | None
 
 
-def advance(session: Session, run: Run, config: RunConfig, member: RunAgent, send: EvaluationSender) -> None:
-    """Move an evaluating agent forward as far as its finished evaluations allow."""
+def advance(session: Session, run: Run, config: RunConfig, member: RunAgent) -> Verdict | None:
+    """Move an evaluating agent through its stages as far as its finished evaluations allow.
+
+    The current stage's missing evaluations are created (pending, for the driver to send).
+    Returns the verdict once no further stage is due, None while results are outstanding.
+    """
     while True:
         stage = member.stage_reached
         tasks = run.stage_tasks[stage]
@@ -35,18 +48,13 @@ def advance(session: Session, run: Run, config: RunConfig, member: RunAgent, sen
         missing = [task for task in tasks if task not in existing]
         for task in missing:
             evaluation = Evaluation(
-                id=new_id(),
-                run_id=run.id,
-                agent_id=member.agent_id,
-                task_id=task,
-                stage=stage,
-                status="pending",
+                id=new_id(), run_id=run.id, agent_id=member.agent_id, task_id=task, stage=stage
             )
+            lifecycle.queue_evaluation(evaluation)
             session.add(evaluation)
-            session.flush()
-            send(evaluation)
-        if missing or any(existing[task].status != "done" for task in tasks):
-            return
+        session.flush()
+        if missing or any(existing[task].status != EvaluationStatus.DONE for task in tasks):
+            return None
         resolved = sum(1 for task in tasks if existing[task].resolved)
         threshold = config.stages[stage].threshold
         passed = resolved / len(tasks) >= threshold
@@ -67,24 +75,29 @@ def advance(session: Session, run: Run, config: RunConfig, member: RunAgent, sen
         failed_first = None
         if stage == 0 and not passed:
             failed_first = f"stage 1: {resolved}/{len(tasks)} resolved, below the threshold {threshold:g}"
-        finish(session, run, member, list(existing.values()), failed_first)
-        return
+        return Verdict(member, list(existing.values()), failed_first)
 
 
-def finish(
-    session: Session, run: Run, member: RunAgent, evaluations: list[Evaluation], failed_first: str | None
-) -> None:
-    """Score the agent and admit it, or reject it with the reason (the seed is always admitted)."""
+def admit(session: Session, run: Run, verdict: Verdict) -> None:
+    """Score the agent and admit it, or reject it with the reason (the seed is always admitted).
+
+    The step that made the agent ends the same way.
+    """
+    member, evaluations = verdict.member, verdict.evaluations
     member.score = sum(1 for e in evaluations if e.resolved) / len(evaluations) if evaluations else 0.0
-    if failed_first is None or member.agent_id == run.seed_agent_id:
-        member.status, member.reason = "admitted", None
-    else:
-        member.status, member.reason = "rejected", failed_first
     step = session.scalar(select(Step).where(Step.run_id == run.id, Step.child_id == member.agent_id))
+    if verdict.failed_first is None or member.agent_id == run.seed_agent_id:
+        lifecycle.admit_member(member)
+        member.reason = None
+        if step is not None:
+            lifecycle.admit_step(step)
+    else:
+        lifecycle.reject_member(member)
+        member.reason = verdict.failed_first
+        if step is not None:
+            lifecycle.reject_step(step)
     if step is not None:
-        step.status = member.status
-        step.reason = member.reason
-        step.finished_at = datetime.now(UTC)
+        step.reason, step.finished_at = member.reason, datetime.now(UTC)
     session.add(
         Event(
             run_id=run.id,

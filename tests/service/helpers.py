@@ -9,12 +9,11 @@ from service.db.models import Agent, Evaluation, LLMUsage, Run, RunAgent, Step
 from service.steps import open_step
 
 
-def open_step_in(database_url: str, *, run_id: str, parent_id: str, status: str = "improving") -> str:
+def open_step_in(database_url: str, *, run_id: str, parent_id: str) -> str:
     """Open a step the way the driver does (the driver itself comes with the evolution loop)."""
     engine = create_engine(database_url)
     with Session(engine) as session:
         step = open_step(session, run_id=run_id, parent_id=parent_id)
-        step.status = status
         session.commit()
         step_id = step.id
     engine.dispose()

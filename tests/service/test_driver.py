@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
+from pydantic import SecretStr
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -19,6 +21,8 @@ from benchmarks.catalog import BenchmarkCatalog
 from contracts.config import RunConfig
 from contracts.jobs import EvaluateJob, ImproveJob
 from contracts.records import EvaluationResult, EvaluationSubmission, UsageRecord
+from contracts.settings import Settings
+from service.api.app import create_app
 from service.archive.git_store import GitStore
 from service.archive.store import Archive
 from service.db.engine import make_engine, make_session_factory
@@ -227,14 +231,19 @@ def test_money_budget_stops_the_run_with_the_reason(world: World) -> None:
     assert world.member(run_id, world.seed).status == "rejected"
 
 
+def lose_jobs(world: World, model: type[Step] | type[Evaluation]) -> None:
+    """Every job of `model` sent so far goes unanswered past its time limit."""
+    with world.sessions.begin() as session:
+        for item in session.scalars(select(model)):
+            item.dispatched_at = datetime.now(UTC) - timedelta(days=1)
+
+
 def test_lost_jobs_are_sent_again_then_given_up(world: World) -> None:
     world.start(stages=[{"tasks": T[:1]}])
     world.driver.tick()
     _, first = world.outbox.take()
     for attempt in range(2, MAX_DISPATCHES + 2):
-        with world.sessions.begin() as session:
-            evaluation = session.scalars(select(Evaluation)).one()
-            evaluation.dispatched_at = datetime.now(UTC) - timedelta(days=1)
+        lose_jobs(world, Evaluation)
         world.driver.tick()
         _, again = world.outbox.take()
         if attempt <= MAX_DISPATCHES:
@@ -243,3 +252,49 @@ def test_lost_jobs_are_sent_again_then_given_up(world: World) -> None:
         evaluation = session.scalars(select(Evaluation)).one()
     assert (evaluation.status, evaluation.resolved) == ("done", False)
     assert "no worker answered" in str(evaluation.result)
+
+    world.driver.tick()  # the seed is scored (0 of 1) and admitted; its first step goes out
+    improve, _ = world.outbox.take()
+    for _ in range(MAX_DISPATCHES - 1):
+        lose_jobs(world, Step)
+        world.driver.tick()
+        again, _ = world.outbox.take()
+        assert [j.step_id for j in again] == [improve[0].step_id]
+    lose_jobs(world, Step)
+    world.driver.tick()  # given up
+    world.driver.tick()  # its slot is free: the next step goes out
+    again, _ = world.outbox.take()
+    assert len(again) == 1 and again[0].step_id != improve[0].step_id
+    with world.sessions() as session:
+        steps = session.scalars(select(Step).order_by(Step.number)).all()
+    assert [(s.status, s.reason) for s in steps] == [
+        ("failed", f"no worker answered after {MAX_DISPATCHES} dispatches"),
+        ("pending", None),  # its slot went to the next step
+    ]
+
+
+def test_an_evaluation_no_worker_answered_reads_back_through_the_api(world: World, tmp_path: Path) -> None:
+    run_id = world.start(stages=[{"tasks": T[:1]}])
+    for _ in range(MAX_DISPATCHES + 1):
+        world.driver.tick()
+        lose_jobs(world, Evaluation)
+    placeholder = SecretStr("test-token")
+    settings = Settings(
+        data_dir=tmp_path,  # the world's database and archive
+        broker_url=None,
+        run_driver_enabled=False,
+        admin_token=placeholder,
+        worker_token=placeholder,
+        read_token=placeholder,
+    )
+    with TestClient(create_app(settings)) as client:
+        detail = client.get(f"/api/agents/{world.seed}")
+        assert detail.status_code == 200, detail.text
+        (in_run,) = detail.json()["runs"]
+        (listed,) = in_run["evaluations"]
+        assert in_run["run_id"] == run_id and (listed["status"], listed["resolved"]) == ("done", False)
+        shown = client.get(f"/api/agents/{world.seed}/evaluations/{listed['id']}")
+    assert shown.status_code == 200, shown.text
+    result = shown.json()["result"]
+    assert result["resolved"] is False
+    assert result["failure"] == f"no worker answered after {MAX_DISPATCHES} dispatches"

@@ -3,7 +3,7 @@
 The seed is imported over HTTP and runs are created over HTTP; steps are opened with
 `service.steps.open_step` as the driver does; children arrive through the worker endpoint
 `POST /api/worker/steps/{id}/child`; evaluations are created and agents admitted or
-rejected by the driver's own `service.driver.stages.advance`, and their results arrive
+rejected by the driver's own `service.driver.stages.advance` and `admit`, and their results arrive
 through `POST /api/worker/evaluations/{id}/result`. The run driver itself is off, so the
 archive holds exactly the plan below.
 
@@ -23,13 +23,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from contracts.config import RunConfig
 from contracts.records import EvaluationSubmission
 from service.db.engine import make_engine, make_session_factory
 from service.db.models import Evaluation, Run, RunAgent
-from service.driver.stages import advance
+from service.driver.stages import admit, advance
+from service.lifecycle import EvaluationStatus, MemberStatus
 from service.steps import open_step
 from tests.servers import ServiceProcess, free_port, service_env, start_service
 from tests.web import outcomes
@@ -144,7 +146,6 @@ class Recorded:
     def open_step(self, parent_id: str) -> str:
         with self.session() as session:
             step = open_step(session, run_id=self.run_id, parent_id=parent_id)
-            step.status = "improving"  # a worker took it
             session.commit()
             return step.id
 
@@ -186,12 +187,22 @@ class Recorded:
                 run = session.get(Run, self.run_id)
                 member = session.get(RunAgent, (self.run_id, agent_id))
                 assert run is not None and member is not None
-                if member.status != "evaluating":
+                if member.status != MemberStatus.EVALUATING:
                     return
-                created: list[Evaluation] = []
-                advance(session, run, RunConfig.model_validate(run.config), member, created.append)
+                verdict = advance(session, run, RunConfig.model_validate(run.config), member)
+                if verdict is not None:
+                    admit(session, run, verdict)
                 session.commit()
-                pending = [(e.id, e.task_id) for e in created]
+                pending = [
+                    (e.id, e.task_id)
+                    for e in session.scalars(
+                        select(Evaluation).where(
+                            Evaluation.run_id == self.run_id,
+                            Evaluation.agent_id == agent_id,
+                            Evaluation.status == EvaluationStatus.PENDING,
+                        )
+                    )
+                ]
             if not pending:
                 return  # results still outstanding: left as the plan asked
             send = pending[: len(pending) - hold_back]

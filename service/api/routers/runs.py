@@ -12,7 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from contracts.config import RunConfig
-from service import queries, runs
+from service import lifecycle, queries, runs
 from service.api.deps import AdminOnly, ArchiveDep, Reader, ServicesDep, SessionDep
 from service.api.schemas import Lineage, Page, RunAgentPublic, RunDetail, RunPublic
 from service.archive.export import export_top, predictions_jsonl
@@ -56,7 +56,7 @@ def _state_change(action: str) -> Callable[[str, Session], RunDetail]:
     return change
 
 
-for _action in runs.TRANSITIONS:
+for _action in lifecycle.RUN_ACTIONS:
     router.post(f"/{{run_id}}/{_action}", dependencies=[AdminOnly], summary=f"{_action.title()} a run")(
         _state_change(_action)
     )
