@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
+from contracts.config import RunConfig
 from contracts.records import EvaluationResult
 
 T = TypeVar("T")
+
+# The lifecycles as the API shows them (enums in the OpenAPI schema, unions in the dashboard's types).
+RunStatus = Literal["running", "paused", "completed", "cancelled", "failed"]
+MemberStatus = Literal["evaluating", "admitted", "rejected"]  # an agent in one run's archive
+EvaluationStatus = Literal["pending", "running", "done", "error", "cancelled"]
 
 
 class Page(BaseModel, Generic[T]):
@@ -39,7 +45,7 @@ class Progress(BaseModel):
 class RunPublic(BaseModel):
     id: str
     name: str
-    status: str
+    status: RunStatus
     stop_reason: str | None
     seed_agent_id: str
     created_at: datetime
@@ -49,7 +55,7 @@ class RunPublic(BaseModel):
 
 
 class RunDetail(RunPublic):
-    config: dict[str, Any]
+    config: RunConfig  # as validated when the run was created, defaults filled in
     stage_tasks: list[list[str]]  # the task ids of each stage, fixed when the run was created
 
 
@@ -67,7 +73,7 @@ class RunAgentPublic(BaseModel):
 
     id: str
     parent_id: str | None
-    status: str
+    status: MemberStatus
     reason: str | None
     score: float | None
     stage_reached: int
@@ -79,6 +85,34 @@ class RunAgentPublic(BaseModel):
 class Lineage(BaseModel):
     run_id: str
     nodes: list[RunAgentPublic]
+
+
+class UsagePoint(BaseModel):
+    """Totals of the run's metered LLM calls up to and including `at`."""
+
+    at: datetime
+    usd: float
+    tokens: int
+    calls: int
+
+
+class PurposeUsage(BaseModel):
+    purpose: str
+    usd: float
+    tokens: int
+    calls: int
+
+
+class RunUsage(BaseModel):
+    run_id: str
+    points: list[UsagePoint]
+    by_purpose: list[PurposeUsage]
+
+
+class LiveLineage(Lineage):
+    """The lineage and the newest event id read before it: poll events after `cursor`."""
+
+    cursor: int  # 0 when the run has no events yet
 
 
 class StageScorePublic(BaseModel):
@@ -93,7 +127,7 @@ class EvaluationPublic(BaseModel):
     id: str
     task_id: str
     stage: int
-    status: str
+    status: EvaluationStatus
     resolved: bool | None
     cost_usd: float
     prompt_tokens: int
@@ -107,7 +141,7 @@ class EvaluationDetail(EvaluationPublic):
 
 class AgentInRun(BaseModel):
     run_id: str
-    status: str
+    status: MemberStatus
     reason: str | None
     score: float | None
     stages: list[StageScorePublic]
