@@ -8,6 +8,7 @@ routes keep priority whatever order the routers are included in.
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,17 @@ from starlette.types import Scope
 
 from service.api.deps import Reader
 
-DEFAULT_DIST = Path(__file__).resolve().parents[3] / "web" / "dist"
+
+def default_dist() -> Path:
+    """The built pages: inside the installed `service.api` package (a wheel carries them, see
+    setup.py), else the checkout's `web/dist/`."""
+    packaged = resources.files("service.api") / "web"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(str(resources.files("service"))).parent / "web" / "dist"
+
+
+DEFAULT_DIST = default_dist()
 MAX_CONFIG_CHARS = 200_000
 
 
