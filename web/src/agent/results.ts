@@ -2,13 +2,16 @@
 // grade, test statuses, test log, the agent's diff, its trajectory and its log.
 
 import { api } from "../api/client";
-import type { EvaluationPublic, EvaluationResult } from "../api/types";
+import type { EvaluationPublic, EvaluationResult, EvaluationStatus } from "../api/types";
 import { errorBox, h } from "../dom";
 import * as fmt from "../format";
 import { renderDiff } from "./diff";
 import { renderTrajectory } from "./trajectory";
 
-export function verdict(e: { status: string; resolved: boolean | null } | undefined): { text: string; cls: string } {
+export function verdict(e: { status: EvaluationStatus; resolved: boolean | null } | undefined): {
+  text: string;
+  cls: string;
+} {
   if (!e) return { text: "not evaluated", cls: "none" };
   if (e.status !== "done") return { text: e.status, cls: "pending" };
   return e.resolved ? { text: "✓ resolved", cls: "resolved" } : { text: "✗ not resolved", cls: "failed" };
