@@ -25,6 +25,8 @@ fail() {
   exit 1
 }
 
+# pip builds in the tree; a stale build/ could put modules since deleted into the wheel.
+rm -rf build
 python3 -m pip wheel -q --no-deps -w "$WORK/wheel" .
 echo "wheel-smoke: wheel built (${SECONDS}s)"
 WHEEL=$(ls "$WORK"/wheel/clade-*.whl)

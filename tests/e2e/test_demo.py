@@ -38,17 +38,17 @@ class Output:
         self.lines.put(None)
 
     def next_line(self, deadline: float) -> str:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise AssertionError("the demo printed nothing more in time:\n" + "\n".join(self.seen[-40:]))
         try:
-            line = self.lines.get(timeout=remaining)
+            line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
         except queue.Empty as exc:
-            raise AssertionError("the demo printed nothing more in time:\n" + "\n".join(self.seen[-40:])) from exc
+            raise AssertionError(self._last("the demo printed nothing more in time")) from exc
         if line is None:
-            raise AssertionError("the demo exited early:\n" + "\n".join(self.seen[-40:]))
+            raise AssertionError(self._last("the demo exited early"))
         self.seen.append(line)
         return line
+
+    def _last(self, what: str) -> str:
+        return what + ":\n" + "\n".join(self.seen[-40:])
 
 
 @pytest.mark.timeout(1500)
