@@ -132,7 +132,7 @@ def next_steps(console: Console, *, service_url: str, run_id: str, best: str | N
         )
     else:
         console.print(
-            "the service has stopped: start it again with `clade up`, then in another terminal:",
+            "the service stops with the demo: start it again with `clade up`, then in another terminal:",
             soft_wrap=True,
         )
     for command in commands:
