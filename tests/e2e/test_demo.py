@@ -93,7 +93,9 @@ def test_demo_serves_until_ctrl_c_and_its_last_commands_work(base_image: str, tm
 
         demo.send_signal(signal.SIGINT)  # Ctrl-C
         assert demo.wait(timeout=90) == 0
-        rest = "\n".join(line for line in iter(output.lines.get, None))
+        rest = []
+        while (line := output.lines.get(timeout=30)) is not None:  # the output ends with the demo
+            rest.append(line)
         assert "stopping" in rest
         with pytest.raises(httpx.TransportError):
             httpx.get(f"{url}/api/health", timeout=5)
