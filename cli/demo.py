@@ -1,4 +1,9 @@
-"""`clade demo`: a small evolution run on clade-mini, from a fresh machine, with progress."""
+"""`clade demo`: a small evolution run on clade-mini, from a fresh machine, with progress.
+
+After the summary the demo says what to do next with commands that work as printed: while it
+keeps serving (the default, until Ctrl-C) they go to another terminal; with `--no-serve` the
+service has stopped, so they start with `clade up`.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from cli.output import fmt_score, fmt_usd, short
 from cli.runs import describe_event
 from cli.seeds import pack_agent
 from cli.stack import SEED_AGENT_DIR, Stack
+from contracts.settings import Settings
 
 DEMO_CONFIG: dict[str, Any] = {
     "name": "demo",
@@ -39,7 +45,8 @@ SHOWN = (
 )
 
 
-def run_demo(stack: Stack, client: ApiClient, console: Console, max_children: int) -> str:
+def run_demo(stack: Stack, client: ApiClient, console: Console, max_children: int) -> tuple[str, str | None]:
+    """Import the seed, run the demo to its end, print the archive; the run's id and its best agent."""
     if stack.scripted:
         console.print(
             "[yellow]model: the SCRIPTED offline model (a deterministic stand-in, not a real LLM)[/yellow] "
@@ -60,7 +67,8 @@ def run_demo(stack: Stack, client: ApiClient, console: Console, max_children: in
         f"run {run['id']} started: {max_children} children, stages mini-5 (>= 20% to go on) then mini-10"
     )
     console.print(
-        f"watch it elsewhere with: clade run watch {run['id']}   (dashboard data: {stack.service_url}/docs)"
+        f"watch it elsewhere with: clade run watch {run['id']}   (dashboard: {stack.service_url}/)",
+        soft_wrap=True,
     )
     last = 0
     while True:
@@ -73,11 +81,12 @@ def run_demo(stack: Stack, client: ApiClient, console: Console, max_children: in
         if state["status"] in ("completed", "cancelled", "failed"):
             break
         time.sleep(1.0)
-    summarize(client, console, run["id"])
-    return str(run["id"])
+    best = summarize(client, console, run["id"])
+    return str(run["id"]), best
 
 
-def summarize(client: ApiClient, console: Console, run_id: str) -> None:
+def summarize(client: ApiClient, console: Console, run_id: str) -> str | None:
+    """The archive as a table, the run's totals, and the best agent's lineage; its id."""
     run = client.get(f"/api/runs/{run_id}")
     nodes = client.get(f"/api/runs/{run_id}/lineage")["nodes"]
     table = Table("agent", "parent", "step", "status", "score", "children", "reason", title="the archive")
@@ -106,4 +115,25 @@ def summarize(client: ApiClient, console: Console, run_id: str) -> None:
         )
         console.print(f"best agent {best}: score {fmt_score(progress['best_score'])}")
         console.print(f"its lineage: {path}")
-        console.print(f"export it with: clade agent export {best} --out best-agent.tar.gz")
+    return str(best) if best else None
+
+
+def next_steps(console: Console, *, service_url: str, run_id: str, best: str | None, serving: bool) -> None:
+    """Commands to go on with, each on one unwrapped line so that it can be copied as it is."""
+    default_url = Settings.model_fields["service_url"].default
+    clade = "clade" if service_url == default_url else f"clade --url {service_url}"
+    commands = [f"{clade} run show {run_id}"]
+    if best:
+        commands.append(f"{clade} agent export {best} --out best-agent.tar.gz")
+    if serving:
+        console.print(
+            f"the archive and the dashboard stay up at {service_url}/ until Ctrl-C; in another terminal:",
+            soft_wrap=True,
+        )
+    else:
+        console.print(
+            "the service stops with the demo: start it again with `clade up`, then in another terminal:",
+            soft_wrap=True,
+        )
+    for command in commands:
+        console.print(f"  {command}", soft_wrap=True, highlight=False)

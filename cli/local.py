@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import signal
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 from urllib.parse import urlparse
 
 import typer
 
 from contracts.settings import get_settings
+
+if TYPE_CHECKING:
+    from cli.stack import Stack
 
 db_app = typer.Typer(no_args_is_help=True)
 
@@ -61,27 +64,37 @@ def up(concurrency: Annotated[int, typer.Option(min=1, help="Worker task slots")
         model = "the SCRIPTED offline model (not a real LLM)" if stack.scripted else stack.llm_base_url
         typer.echo(f"Clade is up at {stack.service_url} (API docs at /docs); model: {model}")
         typer.echo(f"logs: {stack.log_dir}; Ctrl-C to stop")
-        try:
-            while True:
-                stack.check_alive()
-                time.sleep(1)
-        except KeyboardInterrupt:
-            typer.echo("stopping")
+        hold(stack)
+
+
+def hold(stack: Stack) -> None:
+    """Keep the stack up until Ctrl-C or SIGTERM; a process of it that dies ends the wait with an error."""
+    try:
+        while True:
+            stack.check_alive()
+            time.sleep(1)
+    except KeyboardInterrupt:
+        typer.echo("stopping")
 
 
 def demo(
     children: Annotated[int, typer.Option(min=1, max=50, help="Children to make")] = 4,
     concurrency: Annotated[int, typer.Option(min=1, help="Worker task slots")] = 2,
+    serve: Annotated[
+        bool,
+        typer.Option("--serve/--no-serve", help="Serve the archive and dashboard after the run until Ctrl-C"),
+    ] = True,
 ) -> None:
     """`clade up`, plus a small evolution run on clade-mini with progress and a final summary."""
     from rich.console import Console
 
     from cli.client import ApiClient, CliError
-    from cli.demo import run_demo
+    from cli.demo import next_steps, run_demo
     from cli.output import reported_errors
     from cli.stack import local_stack
 
     settings = get_settings()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # as in `up`: stop the stack, leave nothing
     console = Console()
     console.print(f"data directory: {settings.data_dir}")
     console.print("building the sandbox image if needed (the first time takes a few minutes) ...")
@@ -90,9 +103,12 @@ def demo(
         assert settings.admin_token is not None
         client = ApiClient(stack.service_url, settings.admin_token.get_secret_value(), timeout=120)
         try:
-            run_demo(stack, client, console, children)
+            run_id, best = run_demo(stack, client, console, children)
         except RuntimeError as exc:
             raise CliError(str(exc)) from exc
+        next_steps(console, service_url=stack.service_url, run_id=run_id, best=best, serving=serve)
+        if serve:
+            hold(stack)
 
 
 def build_images(quiet: bool = False) -> None:

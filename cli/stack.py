@@ -11,13 +11,24 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 import httpx
 
 from contracts.settings import Settings
 
-SEED_AGENT_DIR = Path(__file__).resolve().parents[1] / "seed_agent"
+
+def seed_agent_dir() -> Path:
+    """The seed agent's folder: inside the installed `cli` package (a wheel carries it, see
+    setup.py), else the checkout's `seed_agent/` next to `cli/`."""
+    packaged = resources.files("cli") / "seed_agent"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(str(resources.files("cli"))).parent / "seed_agent"
+
+
+SEED_AGENT_DIR = seed_agent_dir()
 
 
 @dataclass

@@ -22,7 +22,8 @@ class ConfigFieldError(ValueError):
 
 
 class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # A stored configuration has every default filled in, so its output schema marks them required.
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
 
 class BenchmarkConfig(StrictModel):

@@ -7,6 +7,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, Field
 
+from contracts.config import RunConfig
 from contracts.records import EvaluationResult
 from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus
 
@@ -50,7 +51,7 @@ class RunPublic(BaseModel):
 
 
 class RunDetail(RunPublic):
-    config: dict[str, Any]
+    config: RunConfig  # as validated when the run was created, defaults filled in
     stage_tasks: list[list[str]]  # the task ids of each stage, fixed when the run was created
 
 
@@ -80,6 +81,34 @@ class RunAgentPublic(BaseModel):
 class Lineage(BaseModel):
     run_id: str
     nodes: list[RunAgentPublic]
+
+
+class UsagePoint(BaseModel):
+    """Totals of the run's metered LLM calls up to and including `at`."""
+
+    at: datetime
+    usd: float
+    tokens: int
+    calls: int
+
+
+class PurposeUsage(BaseModel):
+    purpose: str
+    usd: float
+    tokens: int
+    calls: int
+
+
+class RunUsage(BaseModel):
+    run_id: str
+    points: list[UsagePoint]
+    by_purpose: list[PurposeUsage]
+
+
+class LiveLineage(Lineage):
+    """The lineage and the newest event id read before it: poll events after `cursor`."""
+
+    cursor: int  # 0 when the run has no events yet
 
 
 class StageScorePublic(BaseModel):

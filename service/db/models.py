@@ -32,6 +32,11 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def as_utc(moment: datetime) -> datetime:
+    """A time read back from the database, with its zone: SQLite drops it, and all were written in UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
 class Base(DeclarativeBase):
     type_annotation_map = {dict[str, Any]: JSON, datetime: DateTime(timezone=True)}
 

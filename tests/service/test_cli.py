@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from cli.demo import next_steps
 from tests.conftest import write_agent
 from tests.servers import ServiceProcess, free_port
 
@@ -94,3 +98,47 @@ def test_unreachable_service_is_a_clear_error(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "cannot reach the Clade service" in result.stderr and "clade serve" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def printed_next_steps(service_url: str, run_id: str, best: str, serving: bool) -> list[str]:
+    """What `clade demo` prints after its summary, on a console narrower than its commands."""
+    screen = io.StringIO()
+    console = Console(file=screen, width=60, color_system=None)
+    next_steps(console, service_url=service_url, run_id=run_id, best=best, serving=serving)
+    return screen.getvalue().splitlines()
+
+
+def test_demo_ends_with_commands_that_work_as_printed(
+    service: ServiceProcess, seed_id: str, tmp_path: Path
+) -> None:
+    with service.admin as client:
+        created = client.post("/api/runs", json={"seed_agent": seed_id, "budget": {"max_children": 1}})
+    assert created.status_code == 201, created.text
+    run_id = created.json()["id"]
+
+    lines = printed_next_steps(service.url, run_id, seed_id, serving=True)
+    assert f"stay up at {service.url}/ until Ctrl-C" in lines[0]
+    commands = [line.strip() for line in lines[1:]]
+    assert [c.split()[3] for c in commands] == ["run", "agent"]  # clade --url URL <group> ...
+
+    # Run each line as a user pasting it into another terminal: no CLADE_* variable names the service.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLADE_")}
+    env |= {"CLADE_DATA_DIR": str(tmp_path / "another-terminal"), "COLUMNS": "200"}
+    for command in commands:
+        argv = shlex.split(command)
+        assert argv[0] == "clade"
+        result = subprocess.run(
+            [sys.executable, "-m", "cli.main", *argv[1:]],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, f"{command}: {result.stderr}"
+    with tarfile.open(tmp_path / "best-agent.tar.gz") as tar:
+        assert f"agent-{seed_id[:12]}/metadata.json" in tar.getnames()
+
+    stopped = printed_next_steps(service.url, run_id, seed_id, serving=False)
+    assert "start it again with `clade up`" in stopped[0]
+    assert [line.strip() for line in stopped[1:]] == commands

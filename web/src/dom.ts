@@ -22,10 +22,15 @@ function apply(el: Element, props: Props): void {
   }
 }
 
+// Array.isArray does not narrow readonly arrays, so this guard does.
+function isList(children: Children): children is readonly Children[] {
+  return Array.isArray(children);
+}
+
 function append(el: Element, children: readonly Children[]): void {
   for (const child of children) {
     if (child === null || child === undefined || child === false) continue;
-    if (Array.isArray(child)) append(el, child as readonly Children[]);
+    if (isList(child)) append(el, child);
     else el.append(child instanceof Node ? child : String(child));
   }
 }
@@ -95,5 +100,5 @@ export function keepFocus(container: Element, update: () => void): void {
     }
   }
   update();
-  if (selector) (container.querySelector(selector) as HTMLElement | null)?.focus();
+  if (selector) container.querySelector<HTMLElement>(selector)?.focus();
 }

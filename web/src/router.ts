@@ -32,9 +32,7 @@ function render(moveFocus = true): void {
   for (const [pattern, page] of table) {
     const match = pattern.exec(pathname);
     if (match) {
-      const params = Object.fromEntries(
-        Object.entries(match.groups ?? {}).map(([k, v]) => [k, decodeURIComponent(v)]),
-      );
+      const params = Object.fromEntries(Object.entries(match.groups ?? {}).map(([k, v]) => [k, decodeURIComponent(v)]));
       cleanup = page(main, { params, query });
       if (moveFocus) focusHeading();
       return;

@@ -1,7 +1,7 @@
 // Pieces several pages share: status badges, budget meters, run actions, score swatches.
 
 import { api, ApiError } from "./api/client";
-import type { RunPublic } from "./api/types";
+import type { RunPublic, RunStatus } from "./api/types";
 import { scoreColor } from "./colors";
 import { announce, h } from "./dom";
 import * as fmt from "./format";
@@ -56,17 +56,18 @@ export function budgetMeters(run: RunPublic): HTMLElement {
   );
 }
 
-const ACTIONS = [
+// The run states each action may start from (service/runs.py TRANSITIONS).
+const ACTIONS: readonly { action: "pause" | "resume" | "cancel"; label: string; from: readonly RunStatus[] }[] = [
   { action: "pause", label: "Pause", from: ["running"] },
   { action: "resume", label: "Resume", from: ["paused"] },
   { action: "cancel", label: "Cancel", from: ["running", "paused"] },
-] as const;
+];
 
 /** Pause / resume / cancel buttons; each is enabled only where the run can take it. */
 export function runActions(run: RunPublic, changed: (run: RunPublic) => void): HTMLElement {
   const status = h("p", { class: "action-status", role: "status" });
   const buttons = ACTIONS.map(({ action, label, from }) => {
-    const possible = (from as readonly string[]).includes(run.status);
+    const possible = from.includes(run.status);
     const button = h(
       "button",
       {

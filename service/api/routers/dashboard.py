@@ -1,4 +1,4 @@
-"""The lineage dashboard: its built pages (`web/dist`) and the few reads only it needs.
+"""The lineage dashboard: its built pages (`web/dist`) and the one call only it needs.
 
 Pages are served for every path outside `/api/`, so the single-page app's own URLs
 (`/runs/<id>`, `/agents/<id>`, `/compare`) load on a reload or from a bookmark, and API
@@ -8,54 +8,32 @@ routes keep priority whatever order the routers are included in.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import yaml
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, HTTPException, status
 from fastapi.responses import FileResponse, HTMLResponse, Response
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
-from sqlalchemy import func, select
 from starlette.routing import Match
 from starlette.types import Scope
 
-from service import queries
-from service.api.deps import Reader, SessionDep
-from service.api.schemas import Lineage
-from service.db.models import Event, LLMUsage
+from service.api.deps import Reader
 
-DEFAULT_DIST = Path(__file__).resolve().parents[3] / "web" / "dist"
+
+def default_dist() -> Path:
+    """The built pages: inside the installed `service.api` package (a wheel carries them, see
+    setup.py), else the checkout's `web/dist/`."""
+    packaged = resources.files("service.api") / "web"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(str(resources.files("service"))).parent / "web" / "dist"
+
+
+DEFAULT_DIST = default_dist()
 MAX_CONFIG_CHARS = 200_000
-
-
-class UsagePoint(BaseModel):
-    """Totals of the run's metered LLM calls up to and including `at`."""
-
-    at: datetime
-    usd: float
-    tokens: int
-    calls: int
-
-
-class PurposeUsage(BaseModel):
-    purpose: str
-    usd: float
-    tokens: int
-    calls: int
-
-
-class RunUsage(BaseModel):
-    run_id: str
-    points: list[UsagePoint]
-    by_purpose: list[PurposeUsage]
-
-
-class LiveLineage(Lineage):
-    """The lineage and the newest event id read before it: poll events after `cursor`."""
-
-    cursor: int  # 0 when the run has no events yet
 
 
 class ConfigText(BaseModel):
@@ -67,54 +45,6 @@ class ParsedConfig(BaseModel):
 
 
 api = APIRouter(prefix="/api", tags=["dashboard"], dependencies=[Reader])
-
-
-@api.get("/runs/{run_id}/usage")
-def run_usage(
-    run_id: str, session: SessionDep, points: Annotated[int, Query(ge=2, le=2000)] = 200
-) -> RunUsage:
-    """Cumulative cost and tokens over time (at most `points` points), and totals per purpose."""
-    queries.get_run(session, run_id=run_id)
-    rows = session.execute(
-        select(
-            LLMUsage.created_at,
-            LLMUsage.purpose,
-            LLMUsage.cost_usd,
-            LLMUsage.prompt_tokens + LLMUsage.completion_tokens,
-        )
-        .where(LLMUsage.run_id == run_id)
-        .order_by(LLMUsage.created_at, LLMUsage.id)
-    ).all()
-    series: list[UsagePoint] = []
-    purposes: dict[str, PurposeUsage] = {}
-    usd, tokens = 0.0, 0
-    stride = max(1, -(-len(rows) // points))  # ceil: keep at most `points` points
-    for index, (at, purpose, cost, used) in enumerate(rows):
-        usd += cost
-        tokens += used
-        total = purposes.setdefault(purpose, PurposeUsage(purpose=purpose, usd=0.0, tokens=0, calls=0))
-        total.usd += cost
-        total.tokens += used
-        total.calls += 1
-        if (index + 1) % stride == 0 or index == len(rows) - 1:
-            # SQLite hands back times without their zone; they were written in UTC.
-            when = at if at.tzinfo is not None else at.replace(tzinfo=UTC)
-            series.append(UsagePoint(at=when, usd=usd, tokens=tokens, calls=index + 1))
-    by_purpose = sorted(purposes.values(), key=lambda p: p.usd, reverse=True)
-    return RunUsage(run_id=run_id, points=series, by_purpose=by_purpose)
-
-
-@api.get("/runs/{run_id}/lineage/live", response_model=None, responses={200: {"model": LiveLineage}})
-def live_lineage(run_id: str, session: SessionDep) -> Response:
-    """What a live view starts from, in one request: the cursor first, then the tree.
-
-    An event written between the two reads is delivered again by the next poll (a harmless
-    refresh); none can fall between them unseen. Plain JSON, as `/lineage` does, for speed.
-    """
-    queries.get_run(session, run_id=run_id)
-    cursor = session.scalar(select(func.max(Event.id)).where(Event.run_id == run_id)) or 0
-    body = {**queries.lineage(session, run_id=run_id), "cursor": cursor}
-    return Response(json.dumps(body, separators=(",", ":")), media_type="application/json")
 
 
 @api.post("/dashboard/parse-config")

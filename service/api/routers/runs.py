@@ -1,4 +1,4 @@
-"""Runs: create, list, show, pause/resume/cancel, their agents, lineage, events and export."""
+"""Runs: create, list, show, pause/resume/cancel, their agents, lineage, usage, events and export."""
 
 from __future__ import annotations
 
@@ -8,15 +8,25 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import PlainTextResponse
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from contracts.config import RunConfig
 from service import lifecycle, queries, runs
 from service.api.deps import AdminOnly, ArchiveDep, Reader, ServicesDep, SessionDep
-from service.api.schemas import Lineage, Page, RunAgentPublic, RunDetail, RunPublic
+from service.api.schemas import (
+    Lineage,
+    LiveLineage,
+    Page,
+    PurposeUsage,
+    RunAgentPublic,
+    RunDetail,
+    RunPublic,
+    RunUsage,
+    UsagePoint,
+)
 from service.archive.export import export_top, predictions_jsonl
-from service.db.models import Event
+from service.db.models import Event, LLMUsage, as_utc
 from service.driver.dispatch import check_time_limits
 from service.driver.parents import check_selection
 
@@ -83,6 +93,57 @@ def run_lineage(run_id: str, session: SessionDep) -> Response:
     """The whole tree of a run (no pagination: a tree needs all its nodes)."""
     body = json.dumps(queries.lineage(session, run_id=run_id), separators=(",", ":"))
     return Response(body, media_type="application/json")
+
+
+@router.get("/{run_id}/usage", dependencies=[Reader])
+def run_usage(
+    run_id: str, session: SessionDep, points: Annotated[int, Query(ge=2, le=2000)] = 200
+) -> RunUsage:
+    """Cumulative cost and tokens over time (at most `points` points), and totals per purpose."""
+    queries.get_run(session, run_id=run_id)
+    rows = session.execute(
+        select(
+            LLMUsage.created_at,
+            LLMUsage.purpose,
+            LLMUsage.cost_usd,
+            LLMUsage.prompt_tokens + LLMUsage.completion_tokens,
+        )
+        .where(LLMUsage.run_id == run_id)
+        .order_by(LLMUsage.created_at, LLMUsage.id)
+    ).all()
+    series: list[UsagePoint] = []
+    purposes: dict[str, PurposeUsage] = {}
+    usd, tokens = 0.0, 0
+    stride = max(1, -(-len(rows) // points))  # ceil: keep at most `points` points
+    for index, (at, purpose, cost, used) in enumerate(rows):
+        usd += cost
+        tokens += used
+        total = purposes.setdefault(purpose, PurposeUsage(purpose=purpose, usd=0.0, tokens=0, calls=0))
+        total.usd += cost
+        total.tokens += used
+        total.calls += 1
+        if (index + 1) % stride == 0 or index == len(rows) - 1:
+            series.append(UsagePoint(at=as_utc(at), usd=usd, tokens=tokens, calls=index + 1))
+    by_purpose = sorted(purposes.values(), key=lambda p: p.usd, reverse=True)
+    return RunUsage(run_id=run_id, points=series, by_purpose=by_purpose)
+
+
+@router.get(
+    "/{run_id}/lineage/live",
+    dependencies=[Reader],
+    response_model=None,
+    responses={200: {"model": LiveLineage}},
+)
+def live_lineage(run_id: str, session: SessionDep) -> Response:
+    """What a live view starts from, in one request: the cursor first, then the tree.
+
+    An event written between the two reads is delivered again by the next poll (a harmless
+    refresh); none can fall between them unseen. Plain JSON, as `/lineage` does, for speed.
+    """
+    queries.get_run(session, run_id=run_id)
+    cursor = session.scalar(select(func.max(Event.id)).where(Event.run_id == run_id)) or 0
+    body = {**queries.lineage(session, run_id=run_id), "cursor": cursor}
+    return Response(json.dumps(body, separators=(",", ":")), media_type="application/json")
 
 
 @router.get("/{run_id}/events", dependencies=[Reader])

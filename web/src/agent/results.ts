@@ -2,13 +2,16 @@
 // grade, test statuses, test log, the agent's diff, its trajectory and its log.
 
 import { api } from "../api/client";
-import type { EvaluationPublic, EvaluationResult } from "../api/types";
+import type { EvaluationPublic, EvaluationResult, EvaluationStatus } from "../api/types";
 import { errorBox, h } from "../dom";
 import * as fmt from "../format";
 import { renderDiff } from "./diff";
 import { renderTrajectory } from "./trajectory";
 
-export function verdict(e: { status: string; resolved: boolean | null } | undefined): { text: string; cls: string } {
+export function verdict(e: { status: EvaluationStatus; resolved: boolean | null } | undefined): {
+  text: string;
+  cls: string;
+} {
   if (!e) return { text: "not evaluated", cls: "none" };
   if (e.status !== "done") return { text: e.status, cls: "pending" };
   return e.resolved ? { text: "✓ resolved", cls: "resolved" } : { text: "✗ not resolved", cls: "failed" };
@@ -19,7 +22,9 @@ function testTable(result: EvaluationResult): HTMLElement {
   Object.keys(result.fail_to_pass ?? {}).forEach((t) => groups.set(t, "FAIL_TO_PASS"));
   Object.keys(result.pass_to_pass ?? {}).forEach((t) => groups.set(t, "PASS_TO_PASS"));
   const tests = { ...(result.tests ?? {}), ...(result.fail_to_pass ?? {}), ...(result.pass_to_pass ?? {}) };
-  const names = Object.keys(tests).sort((a, b) => (groups.get(a) ?? "z").localeCompare(groups.get(b) ?? "z") || a.localeCompare(b));
+  const names = Object.keys(tests).sort(
+    (a, b) => (groups.get(a) ?? "z").localeCompare(groups.get(b) ?? "z") || a.localeCompare(b),
+  );
   if (!names.length) return h("p", { class: "muted" }, "No test statuses were recorded.");
   return h(
     "div",
@@ -27,13 +32,29 @@ function testTable(result: EvaluationResult): HTMLElement {
     h(
       "table",
       { class: "compact tests" },
-      h("thead", null, h("tr", null, h("th", { scope: "col" }, "Test"), h("th", { scope: "col" }, "Group"), h("th", { scope: "col" }, "Status"))),
+      h(
+        "thead",
+        null,
+        h(
+          "tr",
+          null,
+          h("th", { scope: "col" }, "Test"),
+          h("th", { scope: "col" }, "Group"),
+          h("th", { scope: "col" }, "Status"),
+        ),
+      ),
       h(
         "tbody",
         null,
         names.map((name) => {
           const status = tests[name] ?? "";
-          return h("tr", null, h("td", null, h("code", null, name)), h("td", null, groups.get(name) ?? "other"), h("td", { class: `test-${status.toLowerCase()}` }, status));
+          return h(
+            "tr",
+            null,
+            h("td", null, h("code", null, name)),
+            h("td", null, groups.get(name) ?? "other"),
+            h("td", { class: `test-${status.toLowerCase()}` }, status),
+          );
         }),
       ),
     ),
@@ -55,18 +76,37 @@ function detail(result: EvaluationResult | null | undefined): HTMLElement {
       result.timed_out ? " The agent timed out." : "",
     ),
     result.infrastructure_failure
-      ? h("p", { class: "error-box" }, `Not run (an infrastructure failure, not the agent's): ${result.infrastructure_failure}`)
+      ? h(
+          "p",
+          { class: "error-box" },
+          `Not run (an infrastructure failure, not the agent's): ${result.infrastructure_failure}`,
+        )
       : null,
     result.failure ? h("p", { class: "error-box" }, result.failure) : null,
-    d ? h("p", { class: "muted" }, `setup ${d.setup_s?.toFixed(1)}s · agent ${d.agent_s?.toFixed(1)}s · grading ${d.grade_s?.toFixed(1)}s · exit code ${result.agent_exit_code ?? "—"}`) : null,
+    d
+      ? h(
+          "p",
+          { class: "muted" },
+          `setup ${d.setup_s?.toFixed(1)}s · agent ${d.agent_s?.toFixed(1)}s · grading ${d.grade_s?.toFixed(1)}s · exit code ${result.agent_exit_code ?? "—"}`,
+        )
+      : null,
     h("h4", null, "Tests"),
     testTable(result),
     h("h4", null, "Test log"),
-    result.test_log ? h("pre", { class: "log test-log", tabindex: 0 }, result.test_log) : h("p", { class: "muted" }, "Empty."),
+    result.test_log
+      ? h("pre", { class: "log test-log", tabindex: 0 }, result.test_log)
+      : h("p", { class: "muted" }, "Empty."),
     h("h4", null, "The agent's diff"),
     renderDiff(result.diff ?? "", "The agent's answer to the task"),
-    h("details", { class: "trajectory-box", open: true }, h("summary", null, "Trajectory"), renderTrajectory(result.trajectory)),
-    result.agent_log ? h("details", null, h("summary", null, "Agent log"), h("pre", { class: "log" }, result.agent_log)) : null,
+    h(
+      "details",
+      { class: "trajectory-box", open: true },
+      h("summary", null, "Trajectory"),
+      renderTrajectory(result.trajectory),
+    ),
+    result.agent_log
+      ? h("details", null, h("summary", null, "Agent log"), h("pre", { class: "log" }, result.agent_log))
+      : null,
   );
 }
 
@@ -76,7 +116,11 @@ export function resultsTable(agentId: string, evaluations: EvaluationPublic[], o
   for (const e of evaluations) {
     const v = verdict(e);
     const detailId = `eval-${e.id}`;
-    const button = h("button", { type: "button", class: "small", "aria-expanded": "false", "aria-controls": detailId, "data-action": "expand" }, "Show");
+    const button = h(
+      "button",
+      { type: "button", class: "small", "aria-expanded": "false", "aria-controls": detailId, "data-action": "expand" },
+      "Show",
+    );
     const cell = h("td", { colspan: 6 });
     const extra = h("tr", { class: "evaluation-extra", id: detailId, hidden: true }, cell);
     let loaded = false;
@@ -88,7 +132,9 @@ export function resultsTable(agentId: string, evaluations: EvaluationPublic[], o
       if (opening && !loaded) {
         loaded = true;
         cell.replaceChildren(h("p", { class: "muted" }, "Loading…"));
-        api("get", "/api/agents/{agent_id}/evaluations/{evaluation_id}", { path: { agent_id: agentId, evaluation_id: e.id } })
+        api("get", "/api/agents/{agent_id}/evaluations/{evaluation_id}", {
+          path: { agent_id: agentId, evaluation_id: e.id },
+        })
           .then((full) => cell.replaceChildren(detail(full.result)))
           .catch((error: unknown) => cell.replaceChildren(errorBox(String(error))));
       }
@@ -122,7 +168,16 @@ export function resultsTable(agentId: string, evaluations: EvaluationPublic[], o
       h(
         "thead",
         null,
-        h("tr", null, h("th", { scope: "col" }, "Task"), h("th", { scope: "col", class: "wide-only" }, "Stage"), h("th", { scope: "col" }, "Result"), h("th", { scope: "col", class: "num" }, "Cost"), h("th", { scope: "col", class: "num wide-only" }, "Tokens"), h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Details"))),
+        h(
+          "tr",
+          null,
+          h("th", { scope: "col" }, "Task"),
+          h("th", { scope: "col", class: "wide-only" }, "Stage"),
+          h("th", { scope: "col" }, "Result"),
+          h("th", { scope: "col", class: "num" }, "Cost"),
+          h("th", { scope: "col", class: "num wide-only" }, "Tokens"),
+          h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Details")),
+        ),
       ),
       body,
     ),

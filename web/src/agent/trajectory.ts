@@ -12,7 +12,9 @@ interface Message {
 function text(value: unknown): string {
   if (typeof value === "string") return value;
   if (Array.isArray(value)) {
-    return value.map((part) => (typeof part === "object" && part && "text" in part ? String(part.text) : JSON.stringify(part))).join("\n");
+    return (value as unknown[])
+      .map((part) => (typeof part === "object" && part && "text" in part ? text(part.text) : JSON.stringify(part)))
+      .join("\n");
   }
   return value === null || value === undefined ? "" : JSON.stringify(value, null, 1);
 }
@@ -38,7 +40,13 @@ function toolCalls(value: unknown): HTMLElement | null {
 
 export function renderTrajectory(trajectory: unknown): HTMLElement {
   if (trajectory === null || trajectory === undefined) return h("p", { class: "muted" }, "No trajectory was recorded.");
-  const record = trajectory as { messages?: unknown; exit_reason?: unknown; model?: unknown; usage?: unknown; error?: unknown };
+  const record = trajectory as {
+    messages?: unknown;
+    exit_reason?: unknown;
+    model?: unknown;
+    usage?: unknown;
+    error?: unknown;
+  };
   if (!Array.isArray(record.messages)) {
     return h("pre", { class: "log" }, JSON.stringify(trajectory, null, 1));
   }

@@ -46,7 +46,7 @@ export function url(path: string, params: object = {}, query: object = {}): stri
   const filled = path.replace(/\{(\w+)\}/g, (_, name: string) => {
     const value = (params as Record<string, unknown>)[name];
     if (value === undefined) throw new Error(`missing path parameter ${name} for ${path}`);
-    return encodeURIComponent(String(value));
+    return encodeURIComponent(typeof value === "string" ? value : JSON.stringify(value));
   });
   const search = new URLSearchParams();
   for (const [key, value] of Object.entries(query)) {

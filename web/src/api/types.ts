@@ -6,6 +6,10 @@ type Schemas = components["schemas"];
 
 export type RunPublic = Schemas["RunPublic"];
 export type RunDetail = Schemas["RunDetail"];
+export type RunConfig = Schemas["RunConfig-Output"];
+export type RunStatus = RunPublic["status"];
+export type MemberStatus = Schemas["RunAgentPublic"]["status"];
+export type EvaluationStatus = EvaluationPublic["status"];
 export type Budget = Schemas["Budget"];
 export type LineageNode = Schemas["RunAgentPublic"];
 export type Lineage = Schemas["Lineage"];

@@ -49,15 +49,29 @@ export function drawScoreChart(container: HTMLElement, nodes: LineageNode[]): st
   const maxStep = Math.max(1, ...series.map((p) => p.step));
   const x = scaleLinear().domain([0, maxStep]).range([0, width]);
   const y = scaleLinear().domain([0, 1]).range([height, 0]);
-  g.append("g").attr("class", "axis").attr("transform", `translate(0,${height})`).call(axisBottom(x).ticks(Math.min(maxStep, 6)).tickFormat((v) => String(v)));
+  g.append("g")
+    .attr("class", "axis")
+    .attr("transform", `translate(0,${height})`)
+    .call(
+      axisBottom(x)
+        .ticks(Math.min(maxStep, 6))
+        .tickFormat((v) => String(v)),
+    );
   g.append("g").attr("class", "axis").call(axisLeft(y).ticks(5));
-  g.append("text").attr("class", "axis-label").attr("x", width).attr("y", height + 30).attr("text-anchor", "end").text("step");
+  g.append("text")
+    .attr("class", "axis-label")
+    .attr("x", width)
+    .attr("y", height + 30)
+    .attr("text-anchor", "end")
+    .text("step");
   if (series.length) {
     // Steps between scored agents keep the previous value: draw steps, not slopes.
     const stepped = (key: "best" | "mean") =>
       line<ScorePoint>()
         .x((p) => x(p.step))
-        .y((p) => y(p[key]))(series.flatMap((p, i) => (i === series.length - 1 ? [p] : [p, { ...p, step: series[i + 1]?.step ?? p.step }])));
+        .y((p) => y(p[key]))(
+        series.flatMap((p, i) => (i === series.length - 1 ? [p] : [p, { ...p, step: series[i + 1]?.step ?? p.step }])),
+      );
     g.append("path").attr("class", "series mean").attr("d", stepped("mean"));
     g.append("path").attr("class", "series best").attr("d", stepped("best"));
     g.selectAll("circle.point")

@@ -26,7 +26,11 @@ export function field(spec: FieldSpec): HTMLElement {
   const common = { id, name: spec.path, "data-path": spec.path, "data-kind": spec.kind };
   let control: Control;
   if (spec.kind === "select") {
-    control = h("select", common, (spec.options ?? []).map((o) => h("option", { value: o }, o)));
+    control = h(
+      "select",
+      common,
+      (spec.options ?? []).map((o) => h("option", { value: o }, o)),
+    );
   } else if (spec.kind === "json" || spec.kind === "list") {
     control = h("textarea", { ...common, rows: 2, spellcheck: "false", placeholder: spec.placeholder });
   } else {
@@ -71,13 +75,18 @@ export function readControl(control: Control): Json | undefined {
   }
 }
 
+/** A value as a control shows it: strings as they are, anything else as JSON. */
+function jsonText(value: Json | undefined): string {
+  return typeof value === "string" ? value : JSON.stringify(value ?? null);
+}
+
 export function writeControl(control: Control, value: Json | undefined): void {
   if (value === undefined || value === null) control.value = "";
   else if (control.dataset.kind === "params" && typeof value === "object" && !Array.isArray(value)) {
     control.value = Object.entries(value)
-      .map(([k, v]) => `${k}=${String(v)}`)
+      .map(([k, v]) => `${k}=${jsonText(v)}`)
       .join(", ");
-  } else if (Array.isArray(value) && control.dataset.kind === "list") control.value = value.join(", ");
+  } else if (Array.isArray(value) && control.dataset.kind === "list") control.value = value.map(jsonText).join(", ");
   else if (typeof value === "object") control.value = JSON.stringify(value);
   else control.value = String(value);
 }
@@ -112,7 +121,12 @@ export const GENERAL: FieldSpec[] = [
 
 export const BENCHMARK: FieldSpec[] = [
   { path: "benchmark.name", label: "Benchmark", kind: "text", list: "benchmark-options", placeholder: "clade-mini" },
-  { path: "benchmark.options", label: "Benchmark options (JSON)", kind: "json", placeholder: '{"path": "tasks.jsonl"}' },
+  {
+    path: "benchmark.options",
+    label: "Benchmark options (JSON)",
+    kind: "json",
+    placeholder: '{"path": "tasks.jsonl"}',
+  },
 ];
 
 export const SELECTION: FieldSpec[] = [

@@ -51,7 +51,11 @@ function markInvalid(element: HTMLElement, message: string): string {
 }
 
 /** Show the issues; returns how many found a field or group. Focus goes to the summary. */
-export function showIssues(form: HTMLElement, issues: ValidationIssue[], rename: (path: string[]) => string[] = (p) => p): number {
+export function showIssues(
+  form: HTMLElement,
+  issues: ValidationIssue[],
+  rename: (path: string[]) => string[] = (p) => p,
+): number {
   clearIssues(form);
   const summary = form.querySelector<HTMLElement>(".error-summary");
   const items: HTMLElement[] = [];
@@ -77,7 +81,11 @@ export function showIssues(form: HTMLElement, issues: ValidationIssue[], rename:
   }
   if (summary) {
     summary.replaceChildren(
-      h("h2", null, issues.length === 1 ? "The service refused one value" : `The service refused ${issues.length} values`),
+      h(
+        "h2",
+        null,
+        issues.length === 1 ? "The service refused one value" : `The service refused ${issues.length} values`,
+      ),
       h("ul", null, items),
     );
     summary.removeAttribute("hidden");

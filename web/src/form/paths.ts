@@ -57,8 +57,13 @@ export function merge(base: JsonObject, over: JsonObject): JsonObject {
   for (const [key, value] of Object.entries(over)) {
     const prev = out[key];
     const bothObjects =
-      prev && value && typeof prev === "object" && typeof value === "object" && !Array.isArray(prev) && !Array.isArray(value);
-    out[key] = bothObjects ? merge(prev as JsonObject, value as JsonObject) : value;
+      prev &&
+      value &&
+      typeof prev === "object" &&
+      typeof value === "object" &&
+      !Array.isArray(prev) &&
+      !Array.isArray(value);
+    out[key] = bothObjects ? merge(prev, value) : value;
   }
   return out;
 }

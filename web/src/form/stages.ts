@@ -40,7 +40,13 @@ export class StageList {
       h("option", { value: "tasks" }, "These task ids"),
     );
     const sourceField = h("div", { class: "field" }, h("label", null, "Tasks"), source);
-    const subset = field({ path: "stages.N.subset", label: "Subset", kind: "text", list: "subset-options", placeholder: "mini-5" });
+    const subset = field({
+      path: "stages.N.subset",
+      label: "Subset",
+      kind: "text",
+      list: "subset-options",
+      placeholder: "mini-5",
+    });
     const tasks = field({ path: "stages.N.tasks", label: "Task ids", kind: "list", placeholder: "task-1, task-2" });
     const sample = field({ path: "stages.N.sample", label: "Sample size", kind: "integer", placeholder: "all" });
     const threshold = field({ path: "stages.N.threshold", label: "Threshold (0–1)", kind: "number", placeholder: "0" });

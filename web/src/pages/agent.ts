@@ -22,7 +22,9 @@ function agentLink(id: string, runId: string | null, node?: LineageNode): HTMLEl
 
 function facts(agent: AgentDetail, runId: string | null, nodes: Map<string, LineageNode>): HTMLElement {
   const manifest = agent.manifest as Record<string, unknown>;
-  const shown = ["solve", "test", "check", "requirements", "error"].filter((k) => manifest[k] !== undefined && manifest[k] !== null && manifest[k] !== "");
+  const shown = ["solve", "test", "check", "requirements", "error"].filter(
+    (k) => manifest[k] !== undefined && manifest[k] !== null && manifest[k] !== "",
+  );
   return h(
     "dl",
     { class: "facts" },
@@ -31,13 +33,21 @@ function facts(agent: AgentDetail, runId: string | null, nodes: Map<string, Line
     h("dt", null, "Kind"),
     h("dd", null, agent.kind, agent.name ? ` · ${agent.name}` : ""),
     h("dt", null, "Parent"),
-    h("dd", { "data-role": "parent" }, agent.parent_id ? agentLink(agent.parent_id, runId, nodes.get(agent.parent_id)) : "none (a seed)"),
+    h(
+      "dd",
+      { "data-role": "parent" },
+      agent.parent_id ? agentLink(agent.parent_id, runId, nodes.get(agent.parent_id)) : "none (a seed)",
+    ),
     h("dt", null, "Children"),
     h(
       "dd",
       { "data-role": "children" },
       agent.children.length
-        ? h("ul", { class: "inline-list" }, agent.children.map((c) => h("li", null, agentLink(c, runId, nodes.get(c)))))
+        ? h(
+            "ul",
+            { class: "inline-list" },
+            agent.children.map((c) => h("li", null, agentLink(c, runId, nodes.get(c)))),
+          )
         : "none yet",
     ),
     h("dt", null, "Lineage"),
@@ -47,12 +57,27 @@ function facts(agent: AgentDetail, runId: string | null, nodes: Map<string, Line
       h(
         "ol",
         { class: "breadcrumb", "aria-label": "Lineage from the seed" },
-        agent.lineage.map((id) => h("li", null, id === agent.id ? h("code", { "aria-current": "page" }, fmt.shortId(id, 8)) : h("a", { href: runId ? `/agents/${id}?run=${runId}` : `/agents/${id}` }, h("code", null, fmt.shortId(id, 8))))),
+        agent.lineage.map((id) =>
+          h(
+            "li",
+            null,
+            id === agent.id
+              ? h("code", { "aria-current": "page" }, fmt.shortId(id, 8))
+              : h(
+                  "a",
+                  { href: runId ? `/agents/${id}?run=${runId}` : `/agents/${id}` },
+                  h("code", null, fmt.shortId(id, 8)),
+                ),
+          ),
+        ),
       ),
     ),
     h("dt", null, "Created"),
     h("dd", null, fmt.dateTime(agent.created_at)),
-    shown.map((k) => [h("dt", null, k), h("dd", null, h("code", null, typeof manifest[k] === "string" ? (manifest[k] as string) : JSON.stringify(manifest[k])))]),
+    shown.map((k) => [
+      h("dt", null, k),
+      h("dd", null, h("code", null, typeof manifest[k] === "string" ? manifest[k] : JSON.stringify(manifest[k]))),
+    ]),
   );
 }
 
@@ -65,12 +90,27 @@ function stagesTable(member: AgentInRun): HTMLElement {
       "table",
       { class: "compact stages-table" },
       h("caption", { class: "visually-hidden" }, "Scores per stage"),
-      h("thead", null, h("tr", null, ["Stage", "Resolved", "Threshold", "Passed"].map((t) => h("th", { scope: "col" }, t)))),
+      h(
+        "thead",
+        null,
+        h(
+          "tr",
+          null,
+          ["Stage", "Resolved", "Threshold", "Passed"].map((t) => h("th", { scope: "col" }, t)),
+        ),
+      ),
       h(
         "tbody",
         null,
         member.stages.map((s) =>
-          h("tr", null, h("th", { scope: "row" }, String(s.stage + 1)), h("td", null, `${s.resolved} / ${s.total} (${fmt.percent(s.resolved / Math.max(1, s.total))})`), h("td", null, fmt.percent(s.threshold)), h("td", null, s.passed ? "yes" : "no")),
+          h(
+            "tr",
+            null,
+            h("th", { scope: "row" }, String(s.stage + 1)),
+            h("td", null, `${s.resolved} / ${s.total} (${fmt.percent(s.resolved / Math.max(1, s.total))})`),
+            h("td", null, fmt.percent(s.threshold)),
+            h("td", null, s.passed ? "yes" : "no"),
+          ),
         ),
       ),
     ),
@@ -95,7 +135,9 @@ function membership(member: AgentInRun): HTMLElement {
     h("h3", null, "Scores per stage"),
     stagesTable(member),
     h("h3", null, "Diagnosis that produced it"),
-    member.diagnosis ? h("blockquote", { class: "diagnosis" }, member.diagnosis) : h("p", { class: "muted" }, "None recorded (a seed, or a step without a diagnosis)."),
+    member.diagnosis
+      ? h("blockquote", { class: "diagnosis" }, member.diagnosis)
+      : h("p", { class: "muted" }, "None recorded (a seed, or a step without a diagnosis)."),
   );
 }
 
@@ -107,7 +149,12 @@ function exportsPanel(agent: AgentDetail, runId: string | null): HTMLElement {
     ["Git bundle", `/api/agents/${agent.id}/bundle`, `agent-${short}.bundle`],
     ["Code only (tar.gz)", `/api/agents/${agent.id}/code`, `agent-${short}-code.tar.gz`],
   ];
-  if (runId) items.push(["SWE-bench predictions (JSONL)", `/api/runs/${runId}/predictions?agent=${agent.id}`, `predictions-${short}.jsonl`]);
+  if (runId)
+    items.push([
+      "SWE-bench predictions (JSONL)",
+      `/api/runs/${runId}/predictions?agent=${agent.id}`,
+      `predictions-${short}.jsonl`,
+    ]);
   const status = h("p", { role: "status", class: "muted" });
   return h(
     "div",
@@ -121,7 +168,9 @@ function exportsPanel(agent: AgentDetail, runId: string | null): HTMLElement {
           status.textContent = `Preparing ${label}…`;
           download(path, name)
             .then(() => (status.textContent = `${label}: downloaded.`))
-            .catch((error: unknown) => (status.textContent = error instanceof ApiError ? error.message : String(error)));
+            .catch(
+              (error: unknown) => (status.textContent = error instanceof ApiError ? error.message : String(error)),
+            );
         });
         return button;
       }),
@@ -132,7 +181,13 @@ function exportsPanel(agent: AgentDetail, runId: string | null): HTMLElement {
 
 function comparePanel(agent: AgentDetail, runId: string | null): HTMLElement {
   const run = runId ? `&run=${runId}` : "";
-  const input = h("input", { id: "compare-with", type: "text", placeholder: "another agent's id", autocomplete: "off", spellcheck: "false" });
+  const input = h("input", {
+    id: "compare-with",
+    type: "text",
+    placeholder: "another agent's id",
+    autocomplete: "off",
+    spellcheck: "false",
+  });
   const form = h(
     "form",
     { class: "inline-form" },
@@ -147,7 +202,17 @@ function comparePanel(agent: AgentDetail, runId: string | null): HTMLElement {
   return h(
     "div",
     null,
-    agent.parent_id ? h("p", null, h("a", { href: `/compare?a=${agent.parent_id}&b=${agent.id}${run}`, "data-role": "compare-parent" }, "Compare with its parent")) : null,
+    agent.parent_id
+      ? h(
+          "p",
+          null,
+          h(
+            "a",
+            { href: `/compare?a=${agent.parent_id}&b=${agent.id}${run}`, "data-role": "compare-parent" },
+            "Compare with its parent",
+          ),
+        )
+      : null,
     form,
   );
 }
@@ -166,18 +231,31 @@ export const agentPage: Page = (main, route) => {
     const runId = member?.run_id ?? null;
     const [diff, lineage] = await Promise.all([
       api("get", "/api/agents/{agent_id}/diff", { path: { agent_id: id } }),
-      runId ? api("get", "/api/runs/{run_id}/lineage", { path: { run_id: runId } }) : Promise.resolve({ run_id: "", nodes: [] }),
+      runId
+        ? api("get", "/api/runs/{run_id}/lineage", { path: { run_id: runId } })
+        : Promise.resolve({ run_id: "", nodes: [] }),
     ]);
     if (closed) return;
     const nodes = new Map(lineage.nodes.map((n) => [n.id, n]));
-    fill(title, "Agent ", h("code", null, fmt.shortId(id, 12)), " ", badge(agent.kind), member ? [" ", badge(member.status)] : null);
+    fill(
+      title,
+      "Agent ",
+      h("code", null, fmt.shortId(id, 12)),
+      " ",
+      badge(agent.kind),
+      member ? [" ", badge(member.status)] : null,
+    );
     const runPicker =
       agent.runs.length > 1
         ? h(
             "nav",
             { class: "run-picker", "aria-label": "Runs this agent is in" },
             "In run: ",
-            agent.runs.map((r) => (r.run_id === runId ? h("strong", { "aria-current": "true" }, r.run_id) : h("a", { href: `/agents/${id}?run=${r.run_id}` }, r.run_id))),
+            agent.runs.map((r) =>
+              r.run_id === runId
+                ? h("strong", { "aria-current": "true" }, r.run_id)
+                : h("a", { href: `/agents/${id}?run=${r.run_id}` }, r.run_id),
+            ),
           )
         : null;
     fill(
@@ -187,16 +265,38 @@ export const agentPage: Page = (main, route) => {
         { class: "agent-top" },
         section("About", facts(agent, runId, nodes)),
         member
-          ? section("In run", runPicker, h("p", null, h("a", { href: `/runs/${member.run_id}` }, `Run ${member.run_id}`)), membership(member))
+          ? section(
+              "In run",
+              runPicker,
+              h("p", null, h("a", { href: `/runs/${member.run_id}` }, `Run ${member.run_id}`)),
+              membership(member),
+            )
           : section("In run", h("p", { class: "muted" }, "This agent is in no run yet.")),
       ),
-      member ? h("section", { class: "panel", id: "results" }, h("h2", null, "Results per task"), resultsTable(agent.id, member.evaluations, window.location.hash.slice(1) || null)) : null,
-      section(agent.parent_id ? "Change against its parent" : "Code (a seed: everything is new)", renderDiff(diff, `Diff of ${fmt.shortId(id)} against its parent`)),
-      h("div", { class: "agent-bottom" }, section("Export", exportsPanel(agent, runId)), section("Compare", comparePanel(agent, runId))),
+      member
+        ? h(
+            "section",
+            { class: "panel", id: "results" },
+            h("h2", null, "Results per task"),
+            resultsTable(agent.id, member.evaluations, window.location.hash.slice(1) || null),
+          )
+        : null,
+      section(
+        agent.parent_id ? "Change against its parent" : "Code (a seed: everything is new)",
+        renderDiff(diff, `Diff of ${fmt.shortId(id)} against its parent`),
+      ),
+      h(
+        "div",
+        { class: "agent-bottom" },
+        section("Export", exportsPanel(agent, runId)),
+        section("Compare", comparePanel(agent, runId)),
+      ),
     );
   })().catch((error: unknown) => {
     const missing = error instanceof ApiError && error.status === 404;
-    body.replaceChildren(errorBox(missing ? `There is no agent ${id}.` : `Could not load agent ${id}: ${String(error)}`));
+    body.replaceChildren(
+      errorBox(missing ? `There is no agent ${id}.` : `Could not load agent ${id}: ${String(error)}`),
+    );
   });
   return () => {
     closed = true;

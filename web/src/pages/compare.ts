@@ -14,7 +14,8 @@ export interface TaskRow {
   group: 0 | 1 | 2 | 3 | 4; // 0: only A solves, 1: only B, 2: both, 3: neither, 4: not comparable yet
 }
 
-const solved = (e: EvaluationPublic | undefined): boolean | null => (e && e.status === "done" ? e.resolved === true : null);
+const solved = (e: EvaluationPublic | undefined): boolean | null =>
+  e && e.status === "done" ? e.resolved === true : null;
 
 export function compareRows(a: EvaluationPublic[], b: EvaluationPublic[]): TaskRow[] {
   const byTask = (list: EvaluationPublic[]) => new Map(list.map((e) => [e.task_id, e]));
@@ -54,8 +55,22 @@ export const comparePage: Page = (main, route) => {
   document.title = "Compare · Clade";
   const a = route.query.get("a") ?? "";
   const b = route.query.get("b") ?? "";
-  const inputA = h("input", { id: "compare-a", name: "a", value: a, autocomplete: "off", spellcheck: "false", placeholder: "agent id" });
-  const inputB = h("input", { id: "compare-b", name: "b", value: b, autocomplete: "off", spellcheck: "false", placeholder: "agent id" });
+  const inputA = h("input", {
+    id: "compare-a",
+    name: "a",
+    value: a,
+    autocomplete: "off",
+    spellcheck: "false",
+    placeholder: "agent id",
+  });
+  const inputB = h("input", {
+    id: "compare-b",
+    name: "b",
+    value: b,
+    autocomplete: "off",
+    spellcheck: "false",
+    placeholder: "agent id",
+  });
   const form = h(
     "form",
     { class: "compare-form" },
@@ -66,7 +81,9 @@ export const comparePage: Page = (main, route) => {
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const run = route.query.get("run");
-    navigate(`/compare?a=${encodeURIComponent(inputA.value.trim())}&b=${encodeURIComponent(inputB.value.trim())}${run ? `&run=${run}` : ""}`);
+    navigate(
+      `/compare?a=${encodeURIComponent(inputA.value.trim())}&b=${encodeURIComponent(inputB.value.trim())}${run ? `&run=${run}` : ""}`,
+    );
   });
   const out = h("div", { class: "compare-out" });
   main.append(h("h1", null, "Compare two agents"), form, out);
@@ -88,7 +105,16 @@ export const comparePage: Page = (main, route) => {
       const rows = compareRows(ma?.evaluations ?? [], mb?.evaluations ?? []);
       const count = (g: number) => rows.filter((r) => r.group === g).length;
       const label = (agent: AgentDetail, m: AgentInRun | undefined) =>
-        h("span", null, h("a", { href: `/agents/${agent.id}${m ? `?run=${m.run_id}` : ""}` }, h("code", null, fmt.shortId(agent.id, 12))), ` · score ${fmt.score(m?.score)}`);
+        h(
+          "span",
+          null,
+          h(
+            "a",
+            { href: `/agents/${agent.id}${m ? `?run=${m.run_id}` : ""}` },
+            h("code", null, fmt.shortId(agent.id, 12)),
+          ),
+          ` · score ${fmt.score(m?.score)}`,
+        );
       fill(
         out,
         h(
@@ -104,7 +130,18 @@ export const comparePage: Page = (main, route) => {
             "table",
             { class: "results compare" },
             h("caption", { class: "visually-hidden" }, "Per-task results of A and B"),
-            h("thead", null, h("tr", null, h("th", { scope: "col" }, "Task"), h("th", { scope: "col" }, "A ", label(agentA, ma)), h("th", { scope: "col" }, "B ", label(agentB, mb)), h("th", { scope: "col", class: "wide-only" }, "Difference"))),
+            h(
+              "thead",
+              null,
+              h(
+                "tr",
+                null,
+                h("th", { scope: "col" }, "Task"),
+                h("th", { scope: "col" }, "A ", label(agentA, ma)),
+                h("th", { scope: "col" }, "B ", label(agentB, mb)),
+                h("th", { scope: "col", class: "wide-only" }, "Difference"),
+              ),
+            ),
             h(
               "tbody",
               null,

@@ -3,7 +3,19 @@
 
 import { api, ApiError } from "../api/client";
 import { announce, h } from "../dom";
-import { BENCHMARK, BUDGET, field, GENERAL, LIMITS, MODELS, readControl, SELECTION, writeControl, type Control, type FieldSpec } from "../form/fields";
+import {
+  BENCHMARK,
+  BUDGET,
+  field,
+  GENERAL,
+  LIMITS,
+  MODELS,
+  readControl,
+  SELECTION,
+  writeControl,
+  type Control,
+  type FieldSpec,
+} from "../form/fields";
 import { clearIssues, showIssues } from "../form/issues";
 import { deletePath, getPath, merge, setPath, type JsonObject } from "../form/paths";
 import { StageList } from "../form/stages";
@@ -12,11 +24,20 @@ import { navigate, type Page } from "../router";
 const STRATEGIES = ["score_child_prop", "score_prop", "best", "random", "hgm"];
 
 function group(title: string, specs: FieldSpec[], path?: string): HTMLFieldSetElement {
-  return h("fieldset", { class: "group", "data-path": path }, h("legend", null, title), h("div", { class: "field-grid" }, specs.map(field)));
+  return h(
+    "fieldset",
+    { class: "group", "data-path": path },
+    h("legend", null, title),
+    h("div", { class: "field-grid" }, specs.map(field)),
+  );
 }
 
 function datalist(id: string, options: [string, string][]): HTMLDataListElement {
-  return h("datalist", { id }, options.map(([value, label]) => h("option", { value, label })));
+  return h(
+    "datalist",
+    { id },
+    options.map(([value, label]) => h("option", { value, label })),
+  );
 }
 
 interface Benchmark {
@@ -81,7 +102,10 @@ export const newRunPage: Page = (main, route) => {
     extrasNote,
     h("div", { class: "buttons" }, submit),
     status,
-    datalist("strategy-options", STRATEGIES.map((s) => [s, s])),
+    datalist(
+      "strategy-options",
+      STRATEGIES.map((s) => [s, s]),
+    ),
     datalist("seed-options", []),
     datalist("benchmark-options", []),
     datalist("subset-options", []),
@@ -134,7 +158,8 @@ export const newRunPage: Page = (main, route) => {
         announce(status.textContent);
       })
       .catch((error: unknown) => {
-        if (error instanceof ApiError && error.issues.length) showIssues(form, error.issues, (p) => (p[0] === "text" ? ["__text"] : p));
+        if (error instanceof ApiError && error.issues.length)
+          showIssues(form, error.issues, (p) => (p[0] === "text" ? ["__text"] : p));
         else status.textContent = String(error);
       });
   });
@@ -168,9 +193,9 @@ export const newRunPage: Page = (main, route) => {
   const seed = route.query.get("seed");
   api("get", "/api/agents", { query: { kind: "seed", limit: 200 } })
     .then((page) => {
-      form.querySelector("#seed-options")?.replaceChildren(
-        ...page.items.map((a) => h("option", { value: a.id, label: a.name ?? a.id.slice(0, 12) })),
-      );
+      form
+        .querySelector("#seed-options")
+        ?.replaceChildren(...page.items.map((a) => h("option", { value: a.id, label: a.name ?? a.id.slice(0, 12) })));
       const control = form.querySelector<HTMLInputElement>("[data-path='seed_agent']");
       const first = page.items[0];
       if (control && !control.value) control.value = seed ?? (page.items.length === 1 && first ? first.id : "");
@@ -179,7 +204,9 @@ export const newRunPage: Page = (main, route) => {
   api("get", "/api/benchmarks")
     .then((raw) => {
       const benchmarks = asBenchmarks(raw);
-      form.querySelector("#benchmark-options")?.replaceChildren(...benchmarks.map((b) => h("option", { value: b.name })));
+      form
+        .querySelector("#benchmark-options")
+        ?.replaceChildren(...benchmarks.map((b) => h("option", { value: b.name })));
       const subsets = [...new Set(benchmarks.flatMap((b) => Object.keys(b.subsets)))];
       form.querySelector("#subset-options")?.replaceChildren(...subsets.map((s) => h("option", { value: s })));
     })

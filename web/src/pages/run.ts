@@ -36,7 +36,14 @@ function purposeTable(usage: RunUsage): HTMLElement | string {
       "tbody",
       null,
       usage.by_purpose.map((p) =>
-        h("tr", null, h("th", { scope: "row" }, p.purpose), h("td", null, fmt.integer(p.calls)), h("td", null, fmt.tokens(p.tokens)), h("td", null, fmt.usd(p.usd))),
+        h(
+          "tr",
+          null,
+          h("th", { scope: "row" }, p.purpose),
+          h("td", null, fmt.integer(p.calls)),
+          h("td", null, fmt.tokens(p.tokens)),
+          h("td", null, fmt.usd(p.usd)),
+        ),
       ),
     ),
   );
@@ -61,9 +68,16 @@ function header(run: RunDetail, refresh: () => void): HTMLElement {
       h("dt", null, "Seed"),
       h("dd", null, h("a", { href: `/agents/${run.seed_agent_id}?run=${run.id}` }, fmt.shortId(run.seed_agent_id))),
       h("dt", null, "Best"),
-      h("dd", null, scoreChip(run.progress.best_score), best ? [" ", h("a", { href: `/agents/${best}?run=${run.id}`, "data-role": "best-link" }, fmt.shortId(best))] : null),
+      h(
+        "dd",
+        null,
+        scoreChip(run.progress.best_score),
+        best
+          ? [" ", h("a", { href: `/agents/${best}?run=${run.id}`, "data-role": "best-link" }, fmt.shortId(best))]
+          : null,
+      ),
       h("dt", null, "Benchmark"),
-      h("dd", null, String((run.config.benchmark as { name?: string } | undefined)?.name ?? "—"), ` · ${fmt.plural(run.stage_tasks.length, "stage")}`),
+      h("dd", null, run.config.benchmark.name, ` · ${fmt.plural(run.stage_tasks.length, "stage")}`),
     ),
     budgetMeters(run),
     h("div", { class: "run-tools" }, runActions(run, refresh), h("div", { class: "buttons" }, exportTop, predictions)),
@@ -125,7 +139,16 @@ export const runPage: Page = (main, route) => {
       h(
         "aside",
         { class: "side" },
-        h("section", { class: "panel" }, h("h2", null, "Score over steps"), legend([["best", "best so far"], ["mean", "archive mean"]]), scoreBox),
+        h(
+          "section",
+          { class: "panel" },
+          h("h2", null, "Score over steps"),
+          legend([
+            ["best", "best so far"],
+            ["mean", "archive mean"],
+          ]),
+          scoreBox,
+        ),
         h("section", { class: "panel" }, h("h2", null, "Cost over time"), costBox, purposes),
       ),
     ),

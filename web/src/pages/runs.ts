@@ -34,7 +34,9 @@ function runCard(run: RunPublic, refresh: () => void): HTMLElement {
       ),
       h("dt", null, "Started"),
       h("dd", null, fmt.dateTime(run.created_at)),
-      run.progress.steps_in_flight > 0 ? [h("dt", null, "In flight"), h("dd", null, fmt.plural(run.progress.steps_in_flight, "step"))] : null,
+      run.progress.steps_in_flight > 0
+        ? [h("dt", null, "In flight"), h("dd", null, fmt.plural(run.progress.steps_in_flight, "step"))]
+        : null,
       run.stop_reason ? [h("dt", null, "Stopped"), h("dd", null, run.stop_reason)] : null,
     ),
     budgetMeters(run),

@@ -180,7 +180,10 @@ export class CanvasSurface implements Surface {
       const [x, y] = t.apply([p.x, p.y]);
       const left = x + radius(p) * t.k + 4;
       ctx.fillStyle = p.node.status === "rejected" ? "#57606a" : "#1b1f24";
-      for (const [text, dy] of [[fmt.shortId(p.id, 7), -1], [labelMeta(p), 10]] as const) {
+      for (const [text, dy] of [
+        [fmt.shortId(p.id, 7), -1],
+        [labelMeta(p), 10],
+      ] as const) {
         ctx.strokeText(text, left, y + dy);
         ctx.fillText(text, left, y + dy);
       }

@@ -51,14 +51,20 @@ export function place(model: TreeModel, kind: LayoutKind): Placement {
       at.set(n, [r * Math.cos(angle), r * Math.sin(angle)]);
     });
   }
-  let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+  let x0 = Infinity,
+    y0 = Infinity,
+    x1 = -Infinity,
+    y1 = -Infinity;
   model.root.each((n) => {
     if (!n.data.node) return;
     const [x, y] = at.get(n) as [number, number];
     const placed = { id: n.data.node.id, node: n.data.node, x, y };
     points.push(placed);
     byId.set(placed.id, placed);
-    x0 = Math.min(x0, x); y0 = Math.min(y0, y); x1 = Math.max(x1, x); y1 = Math.max(y1, y);
+    x0 = Math.min(x0, x);
+    y0 = Math.min(y0, y);
+    x1 = Math.max(x1, x);
+    y1 = Math.max(y1, y);
   });
   return { kind, points, byId, links: sortLinks(model), bounds: { x0, y0, x1, y1 }, labelled };
 }
@@ -77,8 +83,12 @@ function sortLinks(model: TreeModel): Placement["links"] {
 
 function shape(kind: LayoutKind) {
   return kind === "tidy"
-    ? linkVertical<Link, TreeNode>().x((n) => n.x ?? 0).y((n) => n.y ?? 0)
-    : linkRadial<Link, TreeNode>().angle((n) => n.x ?? 0).radius((n) => n.y ?? 0);
+    ? linkVertical<Link, TreeNode>()
+        .x((n) => n.x ?? 0)
+        .y((n) => n.y ?? 0)
+    : linkRadial<Link, TreeNode>()
+        .angle((n) => n.x ?? 0)
+        .radius((n) => n.y ?? 0);
 }
 
 /** SVG path data for one kind of link: one <path> each, however many links. */

@@ -96,9 +96,7 @@ export class TreeList {
   }
 
   private focusCurrent(): void {
-    const row = this.current
-      ? this.element.querySelector<HTMLElement>(`[data-id="${this.current}"]`)
-      : null;
+    const row = this.current ? this.element.querySelector<HTMLElement>(`[data-id="${this.current}"]`) : null;
     row?.focus();
   }
 

@@ -13,7 +13,8 @@ export function fillOf(p: Placed): string {
 }
 
 export function labelMeta(p: Placed): string {
-  if (p.node.status === "admitted") return `${fmt.score(p.node.score)} · ${fmt.plural(p.node.children, "child", "children")}`;
+  if (p.node.status === "admitted")
+    return `${fmt.score(p.node.score)} · ${fmt.plural(p.node.children, "child", "children")}`;
   if (p.node.status === "rejected") return `rejected · ${fmt.score(p.node.score)}`;
   return p.node.status;
 }
@@ -26,7 +27,14 @@ export interface Marks {
   fresh: Set<string>;
 }
 
-export const STROKE = { node: "#1b1f24", best: BEST_PATH, match: MATCH, link: "#8c959f", faint: "#b9c0c8", evaluating: "#6e7781" };
+export const STROKE = {
+  node: "#1b1f24",
+  best: BEST_PATH,
+  match: MATCH,
+  link: "#8c959f",
+  faint: "#b9c0c8",
+  evaluating: "#6e7781",
+};
 
 export const LABELS_AT_MOST = 250;
 
@@ -35,5 +43,7 @@ const BUCKETS = Array.from({ length: STEPS + 1 }, (_, i) => scoreColor(i / STEPS
 
 /** The fill in 1/32 score steps: a canvas fills each distinct colour once. */
 export function bucketFill(p: Placed): string {
-  return p.node.score === null ? UNSCORED : (BUCKETS[Math.round(Math.max(0, Math.min(1, p.node.score)) * STEPS)] ?? UNSCORED);
+  return p.node.score === null
+    ? UNSCORED
+    : (BUCKETS[Math.round(Math.max(0, Math.min(1, p.node.score)) * STEPS)] ?? UNSCORED);
 }

@@ -83,8 +83,16 @@ export class SvgSurface implements Surface {
         // Right of the node: links leave it upwards and downwards, so they never cross the text.
         const x = p.x + radius(p) + 4;
         const text = select(this);
-        text.select("tspan.label-id").attr("x", x).attr("y", p.y - 1).text(fmt.shortId(p.id, 7));
-        text.select("tspan.label-meta").attr("x", x).attr("y", p.y + 10).text(labelMeta(p));
+        text
+          .select("tspan.label-id")
+          .attr("x", x)
+          .attr("y", p.y - 1)
+          .text(fmt.shortId(p.id, 7));
+        text
+          .select("tspan.label-meta")
+          .attr("x", x)
+          .attr("y", p.y + 10)
+          .text(labelMeta(p));
       });
   }
 

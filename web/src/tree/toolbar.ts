@@ -9,14 +9,18 @@ import { findIds, type TreeModel } from "./model";
 import type { TreeView } from "./view";
 
 export interface ToolbarEvents {
-  search(query: string): void;
-  layout(kind: LayoutKind): void;
-  fit(): void;
-  zoom(factor: number): void;
-  view(which: "tree" | "list"): void;
+  search: (query: string) => void;
+  layout: (kind: LayoutKind) => void;
+  fit: () => void;
+  zoom: (factor: number) => void;
+  view: (which: "tree" | "list") => void;
 }
 
-function toggleGroup<T extends string>(label: string, options: [T, string][], pick: (value: T) => void): { element: HTMLElement; set(value: T): void } {
+function toggleGroup<T extends string>(
+  label: string,
+  options: [T, string][],
+  pick: (value: T) => void,
+): { element: HTMLElement; set(value: T): void } {
   const buttons = options.map(([value, text]) => {
     const button = h("button", { type: "button", "data-value": value, "aria-pressed": "false" }, text);
     button.addEventListener("click", () => {
@@ -25,7 +29,8 @@ function toggleGroup<T extends string>(label: string, options: [T, string][], pi
     });
     return button;
   });
-  const set = (value: T): void => buttons.forEach((b) => b.setAttribute("aria-pressed", String(b.dataset.value === value)));
+  const set = (value: T): void =>
+    buttons.forEach((b) => b.setAttribute("aria-pressed", String(b.dataset.value === value)));
   return { element: h("div", { class: "toggle-group", role: "group", "aria-label": label }, buttons), set };
 }
 
@@ -39,9 +44,23 @@ export class TreeToolbar {
   private lastQuery = "";
 
   constructor(events: ToolbarEvents) {
-    const viewToggle = toggleGroup<"tree" | "list">("View", [["tree", "Tree"], ["list", "List"]], events.view);
+    const viewToggle = toggleGroup<"tree" | "list">(
+      "View",
+      [
+        ["tree", "Tree"],
+        ["list", "List"],
+      ],
+      events.view,
+    );
     viewToggle.set("tree");
-    this.layoutToggle = toggleGroup<LayoutKind>("Layout", [["tidy", "Tidy"], ["radial", "Radial"]], events.layout);
+    this.layoutToggle = toggleGroup<LayoutKind>(
+      "Layout",
+      [
+        ["tidy", "Tidy"],
+        ["radial", "Radial"],
+      ],
+      events.layout,
+    );
     const search = h("input", {
       id: "tree-search",
       type: "search",
@@ -77,12 +96,24 @@ export class TreeToolbar {
         button("Fit", "Fit the whole tree", events.fit),
       ),
     );
-    const stops = range(0, 1.01, 0.1).map((v) => `${scoreColor(v)} ${v * 100}%`).join(", ");
+    const stops = range(0, 1.01, 0.1)
+      .map((v) => `${scoreColor(v)} ${v * 100}%`)
+      .join(", ");
     this.legend = h(
       "ul",
       { class: "tree-legend", "aria-label": "Legend" },
-      h("li", null, h("span", { class: "gradient", style: `background:linear-gradient(90deg, ${stops})`, "aria-hidden": "true" }), "score 0 → 1"),
-      h("li", null, h("span", { class: "key best-path", style: `border-color:${BEST_PATH}`, "aria-hidden": "true" }), "path to the best agent"),
+      h(
+        "li",
+        null,
+        h("span", { class: "gradient", style: `background:linear-gradient(90deg, ${stops})`, "aria-hidden": "true" }),
+        "score 0 → 1",
+      ),
+      h(
+        "li",
+        null,
+        h("span", { class: "key best-path", style: `border-color:${BEST_PATH}`, "aria-hidden": "true" }),
+        "path to the best agent",
+      ),
       h("li", null, h("span", { class: "key rejected", "aria-hidden": "true" }), "rejected (hover for the reason)"),
       h("li", null, h("span", { class: "key evaluating", "aria-hidden": "true" }), "being evaluated"),
       h("li", null, h("span", { class: "key size", "aria-hidden": "true" }), "larger: more children"),

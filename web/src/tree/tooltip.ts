@@ -23,7 +23,11 @@ export class Tooltip {
     fill(
       this.element,
       h("strong", null, fmt.shortId(node.id, 12), best ? " · best" : ""),
-      h("dl", null, rows.map(([k, v]) => [h("dt", null, k), h("dd", null, v)])),
+      h(
+        "dl",
+        null,
+        rows.map(([k, v]) => [h("dt", null, k), h("dd", null, v)]),
+      ),
       node.reason ? h("p", { class: "reason" }, node.reason) : null,
       h("p", { class: "hint" }, "Click to open"),
     );

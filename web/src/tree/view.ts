@@ -37,7 +37,12 @@ export class TreeView {
     private readonly events: TreeViewEvents,
     private readonly surfaceKind: SurfaceKind = "auto",
   ) {
-    this.element = h("div", { class: "tree-canvas", "data-state": "loading", role: "img", "aria-label": "Lineage tree" });
+    this.element = h("div", {
+      class: "tree-canvas",
+      "data-state": "loading",
+      role: "img",
+      "aria-label": "Lineage tree",
+    });
     this.host = select(this.element);
     this.tooltip = new Tooltip(this.element);
     this.zoomer = zoom<HTMLElement, unknown>()
@@ -101,7 +106,10 @@ export class TreeView {
     performance.mark("clade:tree-placed");
     const surface = this.ensureSurface(model.count);
     surface.draw(this.placement, this.marks());
-    this.element.setAttribute("aria-label", `Lineage tree: ${fmt.plural(model.count, "agent")}; the list view reads it node by node`);
+    this.element.setAttribute(
+      "aria-label",
+      `Lineage tree: ${fmt.plural(model.count, "agent")}; the list view reads it node by node`,
+    );
     this.element.dataset.nodeCount = String(model.count);
     this.element.dataset.layout = kind;
     if (fit) this.fit(false);
@@ -121,8 +129,12 @@ export class TreeView {
       .translate(width / 2, height / 2)
       .scale(k)
       .translate(-(x0 + x1) / 2, -(y0 + y1) / 2);
-    if (animate) this.host.transition().duration(400).call(this.zoomer.transform, t);
-    else this.host.call(this.zoomer.transform, t);
+    if (animate)
+      this.host
+        .transition()
+        .duration(400)
+        .call((s) => this.zoomer.transform(s, t));
+    else this.host.call((s) => this.zoomer.transform(s, t));
   }
 
   /** Centre on one agent, zoomed in enough to read its label. */
@@ -132,12 +144,21 @@ export class TreeView {
     const width = this.element.clientWidth || 800;
     const height = this.element.clientHeight || 500;
     const k = Math.max(this.transform.k, 1.2);
-    const t = zoomIdentity.translate(width / 2, height / 2).scale(k).translate(-placed.x, -placed.y);
-    this.host.transition().duration(400).call(this.zoomer.transform, t);
+    const t = zoomIdentity
+      .translate(width / 2, height / 2)
+      .scale(k)
+      .translate(-placed.x, -placed.y);
+    this.host
+      .transition()
+      .duration(400)
+      .call((s) => this.zoomer.transform(s, t));
   }
 
   zoomBy(factor: number): void {
-    this.host.transition().duration(200).call(this.zoomer.scaleBy, factor);
+    this.host
+      .transition()
+      .duration(200)
+      .call((s) => this.zoomer.scaleBy(s, factor));
   }
 
   highlight(ids: string[]): void {

@@ -1,0 +1,105 @@
+"""`clade demo` as a user runs it: the run, the summary, then the archive and dashboard stay up until
+Ctrl-C, and the commands it prints at the end work as printed from another terminal."""
+
+from __future__ import annotations
+
+import os
+import queue
+import shlex
+import signal
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from pathlib import Path
+from typing import IO
+
+import httpx
+import pytest
+
+from tests.servers import free_port
+
+pytestmark = pytest.mark.docker
+
+
+class Output:
+    """The demo's lines as they come, read on a thread so that every wait can have a deadline."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.seen: list[str] = []
+        assert process.stdout is not None
+        threading.Thread(target=self._read, args=(process.stdout,), daemon=True).start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def next_line(self, deadline: float) -> str:
+        try:
+            line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty as exc:
+            raise AssertionError(self._last("the demo printed nothing more in time")) from exc
+        if line is None:
+            raise AssertionError(self._last("the demo exited early"))
+        self.seen.append(line)
+        return line
+
+    def _last(self, what: str) -> str:
+        return what + ":\n" + "\n".join(self.seen[-40:])
+
+
+@pytest.mark.timeout(1500)
+def test_demo_serves_until_ctrl_c_and_its_last_commands_work(base_image: str, tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLADE_")}
+    env |= {"CLADE_DATA_DIR": str(tmp_path / "data"), "CLADE_SERVICE_URL": url, "COLUMNS": "100"}
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "demo", "--children", "1"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        output = Output(demo)
+        deadline = time.monotonic() + 1200
+        while "until Ctrl-C" not in output.next_line(deadline):
+            pass
+        commands = [output.next_line(time.monotonic() + 30).strip() for _ in range(2)]
+        assert "the archive" in "\n".join(output.seen)  # the summary came first
+
+        # Still serving: the API answers, and the commands run from a terminal that has no CLADE_* settings.
+        assert httpx.get(f"{url}/api/health", timeout=10).status_code == 200
+        other = {k: v for k, v in os.environ.items() if not k.startswith("CLADE_")}
+        other |= {"CLADE_DATA_DIR": str(tmp_path / "another-terminal"), "COLUMNS": "200"}
+        for command in commands:
+            argv = shlex.split(command)
+            assert argv[0] == "clade", command
+            result = subprocess.run(
+                [sys.executable, "-m", "cli.main", *argv[1:]],
+                env=other,
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert result.returncode == 0, f"{command}: {result.stdout}{result.stderr}"
+        with tarfile.open(tmp_path / "best-agent.tar.gz") as tar:
+            assert any(name.endswith("/metadata.json") for name in tar.getnames())
+
+        demo.send_signal(signal.SIGINT)  # Ctrl-C
+        assert demo.wait(timeout=90) == 0
+        rest = []
+        while (line := output.lines.get(timeout=30)) is not None:  # the output ends with the demo
+            rest.append(line)
+        assert "stopping" in rest
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"{url}/api/health", timeout=5)
+    finally:
+        if demo.poll() is None:
+            os.killpg(demo.pid, signal.SIGTERM)
+            demo.wait(timeout=60)
