@@ -297,4 +297,5 @@ def test_an_evaluation_no_worker_answered_reads_back_through_the_api(world: Worl
     assert shown.status_code == 200, shown.text
     result = shown.json()["result"]
     assert result["resolved"] is False
-    assert result["failure"] == f"no worker answered after {MAX_DISPATCHES} dispatches"
+    assert result["infrastructure_failure"] == f"no worker answered after {MAX_DISPATCHES} dispatches"
+    assert result["failure"] is None  # not the agent's doing

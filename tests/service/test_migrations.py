@@ -1,0 +1,56 @@
+"""Data migrations: a database written by an older Clade reads back through today's records."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+
+from contracts.records import EvaluationResult
+from service.db.migrate import upgrade
+
+NOW = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+def _legacy_rows(connection: sa.Connection) -> None:
+    """What 0001-era Clade wrote for an evaluation that no worker answered, next to a real result."""
+    tables = sa.MetaData()
+    tables.reflect(connection, only=["agents", "runs", "evaluations"])
+    agent = "a" * 40
+    connection.execute(
+        tables.tables["agents"].insert(),
+        {"id": agent, "kind": "seed", "tree_id": "t" * 40, "manifest": {}, "created_at": NOW},
+    )
+    run = {"name": "r", "config": {}, "stage_tasks": [], "status": "running", "active_seconds": 0}
+    connection.execute(
+        tables.tables["runs"].insert(), run | {"id": "run1", "seed_agent_id": agent, "created_at": NOW}
+    )
+    results = {
+        "lost": {"failure": "no worker answered after 3 dispatches"},
+        "graded": EvaluationResult(resolved=True, grade_reason="resolved").model_dump(mode="json"),
+    }
+    common = {"run_id": "run1", "agent_id": agent, "stage": 0, "status": "done", "dispatches": 3}
+    usage = {"prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "created_at": NOW}
+    for evaluation_id, result in results.items():
+        row = common | usage | {"id": evaluation_id, "task_id": evaluation_id, "result": result}
+        connection.execute(tables.tables["evaluations"].insert(), row)
+
+
+def test_an_unanswered_evaluation_from_before_0002_reads_as_a_typed_result(database_url: str) -> None:
+    upgrade(database_url, "0001")
+    engine = sa.create_engine(database_url)
+    try:
+        with engine.begin() as connection:
+            _legacy_rows(connection)
+        upgrade(database_url)
+        with engine.connect() as connection:
+            rows = connection.execute(sa.text("select id, result from evaluations")).tuples().all()
+    finally:
+        engine.dispose()
+    stored = {key: value if isinstance(value, str) else json.dumps(value) for key, value in rows}
+    lost = EvaluationResult.model_validate_json(stored["lost"])
+    assert (lost.resolved, lost.failure) == (False, None)
+    assert lost.infrastructure_failure == "no worker answered after 3 dispatches"
+    graded = EvaluationResult.model_validate_json(stored["graded"])
+    assert (graded.resolved, graded.grade_reason) == (True, "resolved")
