@@ -54,8 +54,12 @@ class Task(BaseModel):
     # Clade: argv run from `repo_path` in the grading sandbox (no shell).
     test_command: list[str] = Field(min_length=1)
     repo_path: str = DEFAULT_REPO_PATH
-    # Clade: the image the agent runs in (with Clade's Python layered on); None: Clade's base image.
+    # Clade: the image the agent runs in, as it is (Clade's runtime is mounted into it, off
+    # its PATH); None: Clade's base image.
     image: str | None = None
+    # Clade: folders put first on the image's PATH for the commands the agent runs for the
+    # task (SWE-bench: the testbed env that the eval script activates).
+    tools_path: list[str] = Field(default_factory=list)
 
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
     @classmethod

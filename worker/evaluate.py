@@ -45,6 +45,8 @@ def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
                 run_remaining_tokens=job.run_remaining_tokens,
             ),
             image=ctx.images.for_task(task, manifest.requirements),
+            runtime=ctx.images.runtime(manifest.requirements),
+            tools_path=task.tools_path,
             labels={"dev.clade.run": job.run_id, "dev.clade.evaluation": job.evaluation_id},
         ),
     )
