@@ -56,8 +56,5 @@ def test_wheels_for_python_3_9_include_its_marker_dependencies(tmp_path: Path) -
     names = {path.name.split("-")[0].lower() for path in wheels.glob("*.whl")}
     # Needed by pytest on Python < 3.11 only: a resolver evaluating the host's 3.11 drops them.
     assert {"pytest", "exceptiongroup", "tomli", "iniconfig", "pluggy", "packaging"} <= names
-    assert any(
-        name.startswith("pytest-8") or "-py3-none-any" in name for name in map(str, wheels.glob("pytest-*"))
-    )
     assert ensure_wheels(["pytest"], tmp_path, target=target, progress=lines.append) == wheels
     assert lines[-1] == f"reusing cached wheels {wheels}"
