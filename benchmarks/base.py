@@ -112,6 +112,18 @@ class GradeReport(BaseModel):
     duration_s: float = 0.0
 
 
+def group_reason(
+    task: Task, fail_to_pass: TestGroupResult, pass_to_pass: TestGroupResult, *, resolved: bool
+) -> str:
+    """The one-line verdict on the test groups, shared by the benchmarks that grade by them."""
+    if resolved:
+        return "resolved: all FAIL_TO_PASS and PASS_TO_PASS tests pass"
+    return (
+        f"not resolved: {len(fail_to_pass.failure)}/{len(task.FAIL_TO_PASS)} FAIL_TO_PASS "
+        f"and {len(pass_to_pass.failure)}/{len(task.PASS_TO_PASS)} PASS_TO_PASS tests fail"
+    )
+
+
 def unapplied(task: Task, error: str, started: float, note: str = "") -> GradeReport:
     """The verdict on a diff that does not apply to the task's repository."""
     return GradeReport(

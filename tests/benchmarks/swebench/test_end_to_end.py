@@ -58,6 +58,9 @@ def test_the_empty_patch_does_not(bench: SWEbench, backend: SandboxBackend, inst
     task = task_of(bench, instance_id)
     report = grade(bench, backend, instance_id, "")
     assert not report.resolved
+    # The test command's own exit status (pytest: 1, tests failed), not the eval script's,
+    # which ends with a `git checkout` and is 0.
+    assert report.tests_exit_code == 1, report.log_tail
     assert report.FAIL_TO_PASS.failure == task.FAIL_TO_PASS
     assert report.PASS_TO_PASS.success == task.PASS_TO_PASS
     assert all(report.test_statuses[test] == TestStatus.FAILED for test in task.FAIL_TO_PASS)
