@@ -6,13 +6,18 @@
              the repository's python; /opt/miniconda3/bin (a base python) is on the image's PATH,
              as in the official SWE-bench images, and the eval script activates the testbed
 
+  no-libc    (`no_libc_image`) a static busybox and nothing else: no C library at all
+
 Every image holds `/etc/clade-image` naming it, so a test can tell where a command ran.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import subprocess
+import tarfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -117,3 +122,40 @@ if __name__ == "__main__":  # builds them ahead of a test run: python -m tests.w
 
     for name, tag in foreign_images(docker.from_env(), print).items():
         print(name, tag, Path(MARKER).name)
+
+
+def no_libc_image(client: Any, work: Path) -> str:
+    """An image holding nothing but a static busybox (its applets as links): no C library, no
+    dynamic loader, no python. The package comes from the host's Debian archive."""
+    tag = "clade/test-no-libc:busybox-static"
+    if client.images.list(name=tag):
+        return tag
+    work.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["apt-get", "download", "busybox-static"], cwd=work, check=True, capture_output=True)
+    package = next(work.glob("busybox-static_*.deb"))
+    unpacked = work / "unpacked"
+    subprocess.run(["dpkg-deb", "-x", str(package), str(unpacked)], check=True)
+    busybox = unpacked / "bin" / "busybox"
+    applets = subprocess.run(
+        [str(busybox), "--list"], check=True, capture_output=True, text=True
+    ).stdout.split()
+    tarball = work / "rootfs.tar"
+    with tarfile.open(tarball, "w") as archive:
+        for folder in ("bin", "tmp", "etc", "clade"):
+            info = tarfile.TarInfo(folder)
+            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if folder == "tmp" else 0o755
+            archive.addfile(info)
+        archive.add(busybox, arcname="bin/busybox")
+        for applet in applets:
+            if applet != "busybox":
+                link = tarfile.TarInfo(f"bin/{applet}")
+                link.type, link.linkname = tarfile.SYMTYPE, "busybox"
+                archive.addfile(link)
+        marker = b"no-libc\n"
+        info = tarfile.TarInfo(MARKER.lstrip("/"))
+        info.size, info.mode = len(marker), 0o644
+        archive.addfile(info, io.BytesIO(marker))
+    repository, _, version = tag.rpartition(":")
+    client.api.import_image(src=str(tarball), repository=repository, tag=version, changes=["ENV PATH=/bin"])
+    assert client.images.list(name=tag), f"importing {tarball} failed"
+    return tag

@@ -10,6 +10,7 @@ and the host takes the diff.
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Iterator
@@ -23,8 +24,8 @@ from contracts.config import LimitsConfig
 from contracts.manifest import MANIFEST_FILE, parse_manifest
 from sandbox.images.runtime import RUNTIME_PYTHON
 from tests.conftest import tar_of
-from tests.worker.foreign_images import MARKER, TESTBED_PYTHON, foreign_images
-from tests.worker.harness import EvaluationStack, evaluation_stack
+from tests.worker.foreign_images import MARKER, TESTBED_PYTHON, foreign_images, no_libc_image
+from tests.worker.harness import EvaluationStack, evaluation_stack, make_agent
 from worker.agent_runner import AgentOutcome, AgentRun, run_agent
 from worker.llm import Budget
 from worker.llm.script import Match, Reply, Rule, Script, ToolCall
@@ -79,9 +80,11 @@ def runtime_stack(tmp_path_factory: pytest.TempPathFactory, secret: str) -> Iter
         yield started
 
 
-def run_seed(stack: EvaluationStack, image: str, tools_path: list[str]) -> AgentOutcome:
-    code = tar_of(SEED_AGENT)
-    manifest = parse_manifest((SEED_AGENT / MANIFEST_FILE).read_bytes())
+def run_seed(
+    stack: EvaluationStack, image: str, tools_path: list[str], agent: Path = SEED_AGENT
+) -> AgentOutcome:
+    code = tar_of(agent)
+    manifest = parse_manifest((agent / MANIFEST_FILE).read_bytes())
 
     def prepare(dest: Path) -> None:
         (dest / "README.md").write_text("a repository\n")
@@ -142,3 +145,18 @@ def test_the_seed_agent_runs_in_an_image_whatever_its_python(
     assert seen["PYTHON3"] == python3
     assert seen["PYTHON_VERSION"] == minor
     assert not seen["PYTHON3"].startswith(RUNTIME_PYTHON.rsplit("/", 3)[0])
+
+
+def test_an_agent_runs_in_an_image_without_a_c_library(
+    runtime_stack: EvaluationStack, docker_client: Any, tmp_path: Path
+) -> None:
+    image = no_libc_image(docker_client, tmp_path / "busybox")
+    agent = make_agent(tmp_path / "agent", "runtime_probe")
+    outcome = run_seed(runtime_stack, image, [], agent)
+    assert outcome.failure is None, f"{outcome.failure}\n{outcome.log}"
+    found = json.loads(next(line for line in outcome.diff.splitlines() if line.startswith("+{"))[1:])
+    assert found["image"] == "no-libc" and found["image_has_libc"] is False
+    # Clade's Python, its own glibc and OpenSSL, and the model reached through the forwarder.
+    assert found["python"] == "3.11" and found["libc"] == "glibc" and found["ssl"] == "OpenSSL"
+    assert found["executable"] == RUNTIME_PYTHON
+    assert found["model"] == "(scripted) nothing to do"
