@@ -55,31 +55,23 @@ def commit_python_layer(
     config: ImageConfig,
     tag: str,
     progress: Progress,
-    venv_python: str = "python3",
-    bootstrap_pip: bool = False,
 ) -> str:
     """Install `requirements` from `wheels` into the venv of `from_image`; commit as `tag`.
 
-    `venv_python` creates the venv (when `create_venv`). With `bootstrap_pip` the venv is
-    made without pip (images whose python lacks ensurepip, as Debian's and Ubuntu's do
-    without python3-venv) and pip runs from its own wheel, which `wheels` must hold.
+    The venv (when `create_venv`) is made with the image's `python3`.
     """
     with _build_container(client, from_image) as container:
         _put_dir(container, wheels, _WHEELS_IN_CONTAINER)
         container.start()
         if create_venv:
-            progress(f"creating {VENV} with {venv_python}")
-            _run(container, [venv_python, "-m", "venv", *(["--without-pip"] if bootstrap_pip else []), VENV])
+            progress(f"creating {VENV}")
+            _run(container, ["python3", "-m", "venv", VENV])
         progress(f"installing {len(requirements)} requirement(s) offline")
         options = [
             "install", "--no-index", "--no-cache-dir", "--disable-pip-version-check",
             "--find-links", _WHEELS_IN_CONTAINER,
         ]  # fmt: skip
-        if bootstrap_pip:
-            pip = f'{VENV}/bin/python "$(ls {_WHEELS_IN_CONTAINER}/pip-*.whl | head -n 1)/pip"'
-            _run(container, ["sh", "-c", f'{pip} {" ".join(options)} "$@"', "sh", *requirements])
-        else:
-            _run(container, [f"{VENV}/bin/pip", *options, *requirements])
+        _run(container, [f"{VENV}/bin/pip", *options, *requirements])
         _run(container, ["rm", "-rf", _WHEELS_IN_CONTAINER])
         frozen = _run(container, [f"{VENV}/bin/pip", "freeze", "--disable-pip-version-check"])
         progress("installed: " + " ".join(frozen.split()))
