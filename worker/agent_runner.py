@@ -28,12 +28,14 @@ FORWARDER_PORT = 8080
 SOCKET = "/clade/llm/gateway.sock"
 MAX_TRAJECTORY_BYTES = 5_000_000
 MAX_LOG_CHARS = 20_000
-# Starts the forwarder (with the runtime's python: the image's own python3 may be anything,
-# or missing), waits until it listens, then replaces itself with the agent's command, which
-# finds the runtime's venv first on PATH. The PATH for the task's own commands (the task's
-# tool folders, then the image's PATH) stays in CLADE_IMAGE_PATH.
+# Starts the forwarder with the runtime's python (isolated from the image's PYTHON*
+# variables: the image's own python3 may be anything, or missing), waits until it
+# listens, then replaces itself with the agent's command, which finds the runtime's venv
+# first on PATH. The PATH for the task's own commands (the task's tool folders, then the
+# image's PATH) stays in CLADE_IMAGE_PATH.
 LAUNCH = f"""
-"$CLADE_PYTHON" /clade/bin/forwarder.py --port {FORWARDER_PORT} --socket {SOCKET} >/tmp/forwarder.log 2>&1 &
+"$CLADE_PYTHON" -I /clade/bin/forwarder.py --port {FORWARDER_PORT} --socket {SOCKET} \
+  >/tmp/forwarder.log 2>&1 &
 i=0
 until grep -q listening /tmp/forwarder.log 2>/dev/null; do
   i=$((i+1))

@@ -47,6 +47,8 @@ COMPLETE = ".complete"
 # Runs as root in a build container of Clade's image (network none), with the host folder
 # at RUNTIME_DIR. Copies the interpreter, its standard library, a venv of the image's
 # site-packages, and the shared-library closure; the files end up owned by the host user.
+# `cp -a` keeps modification times, so the copied bytecode stays valid: the mount is
+# read-only and nothing is compiled at each start.
 _ASSEMBLE = f"""
 set -eu
 R={RUNTIME_DIR}
@@ -80,7 +82,6 @@ done
    done
 }} | awk '$2 == "=>" && $3 ~ /^\\// {{ print $3 }} $1 ~ /^\\// {{ print $1 }}' | sort -u |
 while read -r lib; do cp -L "$lib" "$R/lib/${{lib##*/}}"; done
-find "$R/python" "$R/venv" -name __pycache__ -prune -o -name '*.pyc' -print | xargs -r rm -f
 chown -R "$1" "$R"
 chmod -R a+rX,go-w "$R"
 echo "$VER"
