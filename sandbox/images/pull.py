@@ -33,9 +33,9 @@ def pull_image(client: Any, name: str, *, progress: Progress) -> None:
     progress(f"{name}: not on this engine; pulling")
     try:
         events = client.api.pull(repository, tag=tag, stream=True, decode=True)
-        _follow(name, events, progress)
+        follow_pull(name, events, progress)
         client.images.get(name)
-    except (DockerException, OSError, _PullError) as exc:
+    except (DockerException, OSError, PullError) as exc:
         raise PullFailed(_advice(name, _reason(exc))) from exc
     progress(f"{name}: pulled")
 
@@ -51,17 +51,18 @@ def split_name(name: str) -> tuple[str, str]:
     return name, "latest"
 
 
-class _PullError(RuntimeError):
+class PullError(RuntimeError):
     """An error event in the engine's pull stream."""
 
 
-def _follow(name: str, events: Iterable[Mapping[str, Any]], progress: Progress) -> None:
+def follow_pull(name: str, events: Iterable[Mapping[str, Any]], progress: Progress) -> None:
+    """Report a pull's download progress from the engine's event stream; raise on an error event."""
     # Layers report `current`/`total` bytes while downloading; report the sum every ~10%.
     sizes: dict[str, tuple[int, int]] = {}
     last_tenth = -1
     for event in events:
         if "error" in event:
-            raise _PullError(str(event.get("error")))
+            raise PullError(str(event.get("error")))
         detail = event.get("progressDetail") or {}
         layer = str(event.get("id") or "")
         if event.get("status") == "Downloading" and detail.get("total"):

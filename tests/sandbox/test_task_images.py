@@ -15,7 +15,7 @@ import pytest
 
 from sandbox.base import SandboxUnavailable
 from sandbox.images.build import ensure_task_image
-from sandbox.images.pull import PullFailed, split_name
+from sandbox.images.pull import PullError, PullFailed, follow_pull, split_name
 from sandbox.images.wheels import WheelTarget, ensure_wheels
 
 
@@ -27,6 +27,29 @@ def test_image_names_split_into_repository_and_tag() -> None:
     assert split_name("sweb.eval.x86_64.a__b-1") == ("sweb.eval.x86_64.a__b-1", "latest")
     assert split_name("registry.local:5000/team/image") == ("registry.local:5000/team/image", "latest")
     assert split_name("registry.local:5000/team/image:v2") == ("registry.local:5000/team/image", "v2")
+
+
+def test_pull_progress_sums_the_layers_and_stops_at_an_error() -> None:
+    mb = 1024 * 1024
+    events = [
+        {"status": "Pulling from swebench/x", "id": "latest"},
+        {"status": "Pulling fs layer", "id": "a"},
+        {"status": "Downloading", "id": "a", "progressDetail": {"current": 1 * mb, "total": 10 * mb}},
+        {"status": "Downloading", "id": "b", "progressDetail": {"current": 5 * mb, "total": 10 * mb}},
+        {"status": "Download complete", "id": "a"},
+        {"status": "Download complete", "id": "b"},
+        {"status": "Pull complete", "id": "b"},
+    ]
+    lines: list[str] = []
+    follow_pull("swebench/x:latest", events, lines.append)
+    assert lines == [
+        "swebench/x:latest: 1/10 MB of 1 layer(s)",
+        "swebench/x:latest: 6/20 MB of 2 layer(s)",
+        "swebench/x:latest: 15/20 MB of 2 layer(s)",
+        "swebench/x:latest: 20/20 MB of 2 layer(s)",
+    ]
+    with pytest.raises(PullError, match="manifest unknown"):
+        follow_pull("swebench/x:latest", [*events[:3], {"error": "manifest unknown"}], lines.append)
 
 
 @pytest.mark.docker
