@@ -14,8 +14,9 @@ into a host folder that every agent sandbox mounts read-only at `/clade/runtime`
     /clade/runtime/.complete       written last
 
 The interpreter's ELF header is rewritten on the host (`patchelf`): its program
-interpreter is the runtime's loader and its RPATH the runtime's `lib/`, so it never
-loads a library of the image it runs in, whatever C library that image has, and it
+interpreter is the runtime's loader and its RPATH the runtime's `lib/` (extension
+modules with a search path of their own get `lib/` appended), so it never loads a
+library of the image it runs in, whatever C library that image has, and it
 starts the same way when a child process execs it (`sys.executable`). Nothing is put
 in the environment (no LD_LIBRARY_PATH), so the commands the agent runs for the task
 use the image's own programs and libraries.
@@ -41,7 +42,7 @@ RUNTIME_DIR = "/clade/runtime"
 RUNTIME_PYTHON = f"{RUNTIME_DIR}/venv/bin/python"
 RUNTIME_LIB = f"{RUNTIME_DIR}/lib"
 # Bump when the layout or the way it is made changes: the cache key includes it.
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2
 COMPLETE = ".complete"
 
 # Runs as root in a build container of Clade's image (network none), with the host folder
@@ -112,6 +113,7 @@ def build_runtime(client: Any, source_image: str, dest: Path, *, progress: Progr
             version = run_in(container, ["sh", "-c", _ASSEMBLE, "sh", owner]).split()[-1]
             interpreter = work / "python" / "bin" / f"python{version}"
             _relink(interpreter)
+            _relink_extensions(work / "venv")
             # It must start on its own loader and libraries: no library of the image is used.
             check = "import sys, ssl, ctypes, json, sqlite3; print(sys.prefix)"
             prefix = run_in(container, ["env", "-i", RUNTIME_PYTHON, "-I", "-c", check]).strip()
@@ -138,6 +140,20 @@ def _relink(interpreter: Path) -> None:
     _check(
         [patchelf, "--set-interpreter", loader, "--force-rpath", "--set-rpath", RUNTIME_LIB, str(interpreter)]
     )
+
+
+def _relink_extensions(venv: Path) -> None:
+    """Extension modules with a search path of their own (auditwheel's RUNPATH to bundled
+    libraries) would not see the interpreter's RPATH: for the libraries they do not bundle
+    (libstdc++, ...) they would fall back to the image's. Their path becomes an RPATH that
+    ends with the runtime's `lib/`."""
+    patchelf = _patchelf()
+    for path in sorted(venv.rglob("*.so*")):
+        if path.is_symlink() or not path.is_file() or path.read_bytes()[:4] != b"\x7fELF":
+            continue
+        own = _check([patchelf, "--print-rpath", str(path)]).strip()
+        if own and RUNTIME_LIB not in own.split(":"):
+            _check([patchelf, "--force-rpath", "--set-rpath", f"{own}:{RUNTIME_LIB}", str(path)])
 
 
 def _patchelf() -> str:

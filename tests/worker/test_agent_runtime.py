@@ -152,6 +152,9 @@ def test_an_agent_runs_in_an_image_without_a_c_library(
 ) -> None:
     image = no_libc_image(docker_client, tmp_path / "busybox")
     agent = make_agent(tmp_path / "agent", "runtime_probe")
+    # A C++ extension: its wheel's own RUNPATH must still lead to the runtime's libstdc++.
+    with (agent / MANIFEST_FILE).open("a") as manifest:
+        manifest.write('requirements = ["numpy"]\n')
     outcome = run_seed(runtime_stack, image, [], agent)
     assert outcome.failure is None, f"{outcome.failure}\n{outcome.log}"
     found = json.loads(next(line for line in outcome.diff.splitlines() if line.startswith("+{"))[1:])
@@ -160,3 +163,4 @@ def test_an_agent_runs_in_an_image_without_a_c_library(
     assert found["python"] == "3.11" and found["libc"] == "glibc" and found["ssl"] == "OpenSSL"
     assert found["executable"] == RUNTIME_PYTHON
     assert found["model"] == "(scripted) nothing to do"
+    assert found["numpy"] == "15"

@@ -1,6 +1,7 @@
 """An agent that needs nothing from the image: it reports the Python it runs on and whether
-the image has a C library, asks the model once through the openai client, and writes
-what it found into the repository (so that it lands in the diff)."""
+the image has a C library, uses numpy (a C++ extension, when its agent.toml requires it),
+asks the model once through the openai client, and writes what it found into the
+repository (so that it lands in the diff)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,14 @@ from pathlib import Path
 from openai import OpenAI
 
 REPO = Path(os.environ["CLADE_REPO"])
+
+
+def numpy_sum() -> str:
+    try:
+        import numpy
+    except ImportError as exc:
+        return f"absent: {exc}"
+    return str(numpy.arange(6).reshape(2, 3).sum())
 
 
 def main() -> None:
@@ -31,6 +40,7 @@ def main() -> None:
         ),
         "image": Path("/etc/clade-image").read_text().strip(),
         "model": reply.choices[0].message.content,
+        "numpy": numpy_sum(),
     }
     (REPO / "FOUND.json").write_text(json.dumps(found, sort_keys=True) + "\n")
     print("FOUND " + json.dumps(found, sort_keys=True))
