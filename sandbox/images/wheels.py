@@ -134,18 +134,20 @@ def resolve(requirements: list[str], target: WheelTarget, work: Path) -> list[st
     wanted.write_text("\n".join(requirements) + "\n")
     command = [
         sys.executable, "-m", "uv", "pip", "compile", "--quiet", "--no-header", "--no-annotate",
-        "--no-config", "--only-binary", ":all:", "--python-version", target.python_version,
+        "--only-binary", ":all:", "--python-version", target.python_version,
         "--python-platform", target.uv_platform(), str(wanted),
     ]  # fmt: skip
-    output = _check(command, "resolving the requirements (uv pip compile)")
+    # From the work folder: uv reads the user's index settings (uv.toml, UV_INDEX_URL), and
+    # no project's configuration from wherever the worker was started.
+    output = _check(command, "resolving the requirements (uv pip compile)", cwd=work)
     pinned = [line.strip() for line in output.splitlines() if line.strip() and not line.startswith("#")]
     if not pinned:
         raise SandboxError(f"uv pip compile resolved nothing for {' '.join(requirements)}")
     return pinned
 
 
-def _check(command: list[str], what: str) -> str:
-    done = subprocess.run(command, capture_output=True, text=True, errors="replace", check=False)
+def _check(command: list[str], what: str, cwd: Path | None = None) -> str:
+    done = subprocess.run(command, capture_output=True, text=True, errors="replace", check=False, cwd=cwd)
     if done.returncode != 0:
         raise SandboxError(f"{what} failed: {done.stderr.strip()[-3000:]}")
     return done.stdout
