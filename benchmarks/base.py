@@ -54,8 +54,12 @@ class Task(BaseModel):
     # Clade: argv run from `repo_path` in the grading sandbox (no shell).
     test_command: list[str] = Field(min_length=1)
     repo_path: str = DEFAULT_REPO_PATH
-    # Clade: the image the agent runs in (with Clade's Python layered on); None: Clade's base image.
+    # Clade: the image the agent runs in, as it is (Clade's runtime is mounted into it, off
+    # its PATH); None: Clade's base image.
     image: str | None = None
+    # Clade: folders put first on the image's PATH for the commands the agent runs for the
+    # task (SWE-bench: the testbed env that the eval script activates).
+    tools_path: list[str] = Field(default_factory=list)
 
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
     @classmethod
@@ -106,6 +110,18 @@ class GradeReport(BaseModel):
     tests_timed_out: bool = False
     log_tail: str = ""
     duration_s: float = 0.0
+
+
+def group_reason(
+    task: Task, fail_to_pass: TestGroupResult, pass_to_pass: TestGroupResult, *, resolved: bool
+) -> str:
+    """The one-line verdict on the test groups, shared by the benchmarks that grade by them."""
+    if resolved:
+        return "resolved: all FAIL_TO_PASS and PASS_TO_PASS tests pass"
+    return (
+        f"not resolved: {len(fail_to_pass.failure)}/{len(task.FAIL_TO_PASS)} FAIL_TO_PASS "
+        f"and {len(pass_to_pass.failure)}/{len(task.PASS_TO_PASS)} PASS_TO_PASS tests fail"
+    )
 
 
 def unapplied(task: Task, error: str, started: float, note: str = "") -> GradeReport:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from benchmarks.base import GradeReport, Task, TestGroupResult, TestStatus, unapplied
+from benchmarks.base import GradeReport, Task, TestGroupResult, TestStatus, group_reason, unapplied
 from benchmarks.gitops import apply_patch, patch_paths, reset_paths
 from sandbox.base import LABEL_PREFIX, ExecResult, Mount, SandboxBackend, SandboxSpec
 from sandbox.ownership import make_world_writable
@@ -139,18 +139,11 @@ def judge(task: Task, statuses: Mapping[str, TestStatus]) -> GradeReport:
     fail_to_pass = _group(task.FAIL_TO_PASS, statuses)
     pass_to_pass = _group(task.PASS_TO_PASS, statuses)
     resolved = not fail_to_pass.failure and not pass_to_pass.failure
-    if resolved:
-        reason = "resolved: all FAIL_TO_PASS and PASS_TO_PASS tests pass"
-    else:
-        reason = (
-            f"not resolved: {len(fail_to_pass.failure)}/{len(task.FAIL_TO_PASS)} FAIL_TO_PASS "
-            f"and {len(pass_to_pass.failure)}/{len(task.PASS_TO_PASS)} PASS_TO_PASS tests fail"
-        )
     return GradeReport(
         instance_id=task.instance_id,
         resolved=resolved,
         patch_applied=True,
-        reason=reason,
+        reason=group_reason(task, fail_to_pass, pass_to_pass, resolved=resolved),
         test_statuses=dict(statuses),
         FAIL_TO_PASS=fail_to_pass,
         PASS_TO_PASS=pass_to_pass,

@@ -10,11 +10,13 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cli.bench_prepare import prepare
 from cli.client import CliError
 from cli.context import CliContext
 from cli.output import fmt_score, fmt_usd, reported_errors
 
 app = typer.Typer(no_args_is_help=True)
+app.command("prepare")(prepare)
 
 
 def _progress() -> Progress:

@@ -112,16 +112,19 @@ def demo(
 
 
 def build_images(quiet: bool = False) -> None:
-    """Build the sandbox base image locally (debootstrap, wheels from the host), or reuse it."""
+    """Build the sandbox base image locally (debootstrap, wheels from the host) and the agent
+    runtime made from it, or reuse them."""
     from sandbox.docker_backend import connect
-    from sandbox.images.build import ensure_base_image
+    from sandbox.images.build import ensure_base_image, ensure_runtime
 
     settings = get_settings()
-    tag = ensure_base_image(
-        connect(), settings.image_cache_dir, progress=(lambda _line: None) if quiet else typer.echo
-    )
+    client = connect()
+    progress = (lambda _line: None) if quiet else typer.echo
+    tag = ensure_base_image(client, settings.image_cache_dir, progress=progress)
+    runtime = ensure_runtime(client, tag, settings.image_cache_dir, progress=progress)
     if not quiet:
         typer.echo(f"base image ready: {tag}")
+        typer.echo(f"agent runtime ready: {runtime}")
 
 
 images_app = typer.Typer(no_args_is_help=True)
@@ -129,7 +132,7 @@ images_app = typer.Typer(no_args_is_help=True)
 
 @images_app.command("build")
 def images_build() -> None:
-    """Build (or reuse) the sandbox base image."""
+    """Build (or reuse) the sandbox base image and the agent runtime."""
     build_images()
 
 

@@ -48,7 +48,8 @@ class Settings(BaseSettings):
     # Where workers put each sandbox's LLM socket: a unix socket path must stay under 108 bytes,
     # and the Docker engine must see the same path (mount it when the worker runs in a container).
     socket_dir: Path = Path("/tmp")
-    image_cache_dir: Path | None = None  # rootfs and wheels for images; default ~/.cache/clade/images
+    # Rootfs, wheels and the agent runtime (bind-mounted into sandboxes); default ~/.cache/clade/images
+    image_cache_dir: Path | None = None
 
     @property
     def archive_path(self) -> Path:

@@ -61,7 +61,9 @@ def give_up_evaluation(evaluation: Evaluation, *, reason: str) -> None:
     """An evaluation no worker answered: done and unresolved, with a result that says why."""
     lifecycle.finish_evaluation(evaluation)
     evaluation.resolved = False
-    evaluation.result = EvaluationResult(resolved=False, infrastructure_failure=reason).model_dump(mode="json")
+    evaluation.result = EvaluationResult(resolved=False, infrastructure_failure=reason).model_dump(
+        mode="json"
+    )
     evaluation.finished_at = datetime.now(UTC)
 
 

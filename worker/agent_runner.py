@@ -19,7 +19,7 @@ from typing import Any
 from contracts.config import LimitsConfig
 from contracts.manifest import AgentManifest
 from sandbox.base import Mount, SandboxSpec
-from sandbox.images.layers import VENV
+from sandbox.images.runtime import RUNTIME_DIR, RUNTIME_PYTHON
 from worker.context import WorkerContext
 from worker.llm import Budget, GatewayConfig, LLMCall, LLMGateway, forwarder_script_path
 from worker.workspace import PatchTooLarge, Workspace
@@ -28,12 +28,14 @@ FORWARDER_PORT = 8080
 SOCKET = "/clade/llm/gateway.sock"
 MAX_TRAJECTORY_BYTES = 5_000_000
 MAX_LOG_CHARS = 20_000
-CLADE_PYTHON = f"{VENV}/bin/python"
-# Starts the forwarder (with Clade's venv python: the image's own python3 may be anything),
-# waits until it listens, then replaces itself with the agent's command, which finds
-# Clade's venv first on PATH; the image's own PATH stays in CLADE_IMAGE_PATH.
+# Starts the forwarder with the runtime's python (isolated from the image's PYTHON*
+# variables: the image's own python3 may be anything, or missing), waits until it
+# listens, then replaces itself with the agent's command, which finds the runtime's venv
+# first on PATH. The PATH for the task's own commands (the task's tool folders, then the
+# image's PATH) stays in CLADE_IMAGE_PATH.
 LAUNCH = f"""
-"$CLADE_PYTHON" /clade/bin/forwarder.py --port {FORWARDER_PORT} --socket {SOCKET} >/tmp/forwarder.log 2>&1 &
+"$CLADE_PYTHON" -I /clade/bin/forwarder.py --port {FORWARDER_PORT} --socket {SOCKET} \
+  >/tmp/forwarder.log 2>&1 &
 i=0
 until grep -q listening /tmp/forwarder.log 2>/dev/null; do
   i=$((i+1))
@@ -42,8 +44,8 @@ until grep -q listening /tmp/forwarder.log 2>/dev/null; do
   fi
   sleep 0.05
 done
-export CLADE_IMAGE_PATH="$PATH"
-export PATH="${{CLADE_PYTHON%/*}}:$PATH"
+export CLADE_IMAGE_PATH="${{CLADE_TOOLS_PATH:+$CLADE_TOOLS_PATH:}}$PATH"
+export PATH="${{CLADE_PYTHON%/*}}:$CLADE_IMAGE_PATH"
 cd "$CLADE_REPO" && exec sh -c "$CLADE_SOLVE"
 """
 
@@ -61,6 +63,8 @@ class AgentRun:
     limits: LimitsConfig
     budget: Budget
     image: str
+    runtime: Path  # host folder of the agent runtime, mounted read-only at RUNTIME_DIR
+    tools_path: list[str] = field(default_factory=list)  # folders first on PATH for the task
     labels: dict[str, str] = field(default_factory=dict)
 
 
@@ -131,6 +135,7 @@ def _spec(ws: Workspace, run: AgentRun) -> SandboxSpec:
             Mount(source=ws.out, target="/clade/out", read_only=False),
             Mount(source=ws.llm, target="/clade/llm", read_only=False),
             Mount(source=forwarder_script_path(), target="/clade/bin/forwarder.py", read_only=True),
+            Mount(source=run.runtime, target=RUNTIME_DIR, read_only=True),
         ],
         env={
             "OPENAI_BASE_URL": f"http://127.0.0.1:{FORWARDER_PORT}/v1",
@@ -142,7 +147,8 @@ def _spec(ws: Workspace, run: AgentRun) -> SandboxSpec:
             "CLADE_MAX_STEPS": str(run.limits.max_agent_steps),
             "CLADE_TIMEOUT_S": str(int(run.timeout_s)),
             "CLADE_SOLVE": run.manifest.solve,
-            "CLADE_PYTHON": CLADE_PYTHON,
+            "CLADE_PYTHON": RUNTIME_PYTHON,
+            "CLADE_TOOLS_PATH": ":".join(run.tools_path),
             "PYTHONPATH": "/clade/agent",
             "PYTHONDONTWRITEBYTECODE": "1",
             "HOME": "/tmp",

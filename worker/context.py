@@ -20,8 +20,9 @@ log = logging.getLogger("clade.worker")
 
 
 class ImageProvider:
-    """Images for agents: the base image, plus a cached layer for an agent's extra requirements;
-    or a task's own image plus Clade's Python layer."""
+    """Images for agents: the base image, plus a cached layer for an agent's extra requirements,
+    or a task's own image as it is; and the agent runtime (Clade's Python with the agent's
+    requirements, mounted read-only into whichever image the agent runs in)."""
 
     def __init__(self, cache_dir: Path | None) -> None:
         self.cache_dir = cache_dir
@@ -53,15 +54,21 @@ class ImageProvider:
 
     def for_task(self, task: Task, requirements: list[str]) -> str:
         """The image an agent solves `task` in: the task's own image (SWE-bench: the instance
-        image) with Clade's venv and `requirements` layered on, or `for_agent` without one."""
+        image) as it is, pulled when absent; `for_agent` for a task without one."""
         if task.image is None:
             return self.for_agent(requirements)
         from sandbox.images.build import ensure_task_image
 
         with self._lock:
-            return ensure_task_image(
-                self._docker(), task.image, requirements, self.cache_dir, progress=log.info
-            )
+            return ensure_task_image(self._docker(), task.image, progress=log.info)
+
+    def runtime(self, requirements: list[str]) -> Path:
+        """Host folder of the agent runtime with `requirements`, for a read-only mount."""
+        from sandbox.images.build import ensure_runtime
+
+        image = self.for_agent(requirements)
+        with self._lock:
+            return ensure_runtime(self._docker(), image, self.cache_dir, progress=log.info)
 
 
 @dataclass

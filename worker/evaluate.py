@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 
 from benchmarks.base import GradeReport, Task, find_task
 from contracts.errors import InvalidAgentError
@@ -40,7 +41,7 @@ def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
         ctx.client.submit_result(job.evaluation_id, EvaluationSubmission(result=result))
         return result
     try:
-        image = agent_image(ctx, task, manifest.requirements)
+        image, runtime = agent_images(ctx, task, manifest.requirements)
     except SandboxError as exc:
         return report_infrastructure_failure(
             ctx, job, f"the image for task {task.instance_id} could not be built: {exc}"
@@ -64,6 +65,8 @@ def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
                 run_remaining_tokens=job.run_remaining_tokens,
             ),
             image=image,
+            runtime=runtime,
+            tools_path=task.tools_path,
             labels={"dev.clade.run": job.run_id, "dev.clade.evaluation": job.evaluation_id},
         ),
     )
@@ -88,15 +91,16 @@ def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
     return result
 
 
-def agent_image(ctx: WorkerContext, task: Task, requirements: list[str]) -> str:
-    """The image the agent runs `task` in, tried 1 + len(IMAGE_RETRY_DELAYS_S) times."""
+def agent_images(ctx: WorkerContext, task: Task, requirements: list[str]) -> tuple[str, Path]:
+    """The image the agent runs `task` in and its runtime folder, tried 1 + len(IMAGE_RETRY_DELAYS_S)
+    times."""
     for delay in IMAGE_RETRY_DELAYS_S:
         try:
-            return ctx.images.for_task(task, requirements)
+            return ctx.images.for_task(task, requirements), ctx.images.runtime(requirements)
         except SandboxError as exc:
             log.warning("image for %s failed, trying again in %.0fs: %s", task.instance_id, delay, exc)
             time.sleep(delay)
-    return ctx.images.for_task(task, requirements)
+    return ctx.images.for_task(task, requirements), ctx.images.runtime(requirements)
 
 
 def report_infrastructure_failure(ctx: WorkerContext, job: EvaluateJob, cause: str) -> EvaluationResult:

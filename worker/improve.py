@@ -53,6 +53,7 @@ def improve(ctx: WorkerContext, job: ImproveJob) -> str:
                 run_remaining_usd=job.run_remaining_usd, run_remaining_tokens=job.run_remaining_tokens
             ),
             image=ctx.images.for_agent(manifest.requirements),
+            runtime=ctx.images.runtime(manifest.requirements),
             labels={"dev.clade.run": job.run_id, "dev.clade.step": job.step_id},
         ),
     )

@@ -4,9 +4,12 @@
 2. Copy /testbed out of the instance image (with its git history) and apply the rest
    of the diff there, on the host; a diff that does not apply is a verdict.
 3. Run the instance's eval script (swebench's `TestSpec.eval_script`: it applies the
-   test patch, prints the start and end markers around the test run, and records the
-   test command's exit code) in a fresh hardened sandbox of the instance image, with
-   that copy mounted at /testbed; stdout and stderr go to one log, as in the harness.
+   test patch and prints the start and end markers around the test run) in a fresh
+   hardened sandbox of the instance image, with that copy mounted at /testbed; stdout
+   and stderr go to one log, as in the harness. The script's own exit status is that of
+   the `git checkout` it ends with, so the test command's is echoed after the end marker
+   (`>>>>> Test Exit Code: N`, as swebench 5.x scripts do; added to scripts without it)
+   and read back from the log as `tests_exit_code`.
 4. Read the log with swebench's own `get_logs_eval` (per-test statuses, through the
    instance's log parser) and decide with its own `get_eval_report`. A timeout is
    never resolved: the harness raises on one before it grades.
@@ -15,13 +18,14 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.base import GradeReport, TestGroupResult, TestStatus, unapplied
+from benchmarks.base import GradeReport, TestGroupResult, TestStatus, group_reason, unapplied
 from benchmarks.gitops import apply_patch
 from benchmarks.swebench.harness import Harness
 from benchmarks.swebench.patches import graded_patch
@@ -34,6 +38,10 @@ MODEL_NAME = "clade"
 LOG_NAME = "test_output.txt"
 MAX_LOG_BYTES = 64_000_000
 LOG_TAIL_CHARS = 5_000
+END_MARKER = ">>>>> End Test Output"
+EXIT_MARKER = ">>>>> Test Exit Code"  # swebench's TEST_EXIT_CODE
+_EXIT_VAR = "CLADE_TEST_EXIT_CODE"
+_EXIT_LINE = re.compile(rf"^{re.escape(EXIT_MARKER)}:\s*(-?\d+)\s*$", re.MULTILINE)
 # What the harness appends to the log of a run it stopped (run_evaluation.run_instance).
 TIMEOUT_LINE = "\n\nTimeout error: {timeout} seconds exceeded."
 EVAL_ENV = {
@@ -89,7 +97,7 @@ def grade_task(
             return unapplied(task, applied.error, started, dropped)
         eval_dir = work / "eval"
         eval_dir.mkdir()
-        (eval_dir / "eval.sh").write_text(harness.test_spec(task.instance()).eval_script)
+        (eval_dir / "eval.sh").write_text(with_exit_marker(harness.test_spec(task.instance()).eval_script))
         os.chmod(eval_dir, 0o755)
         os.chmod(eval_dir / "eval.sh", 0o644)
         give_to_sandbox_user(repo)
@@ -105,7 +113,7 @@ def grade_task(
     return report.model_copy(
         update={
             "reason": reason + dropped,
-            "tests_exit_code": None if run.timed_out else run.exit_code,
+            "tests_exit_code": None if run.timed_out else tests_exit_code(run.log),
             "log_tail": run.log[-LOG_TAIL_CHARS:],
             "duration_s": time.monotonic() - started,
         }
@@ -152,6 +160,24 @@ def run_eval_script(
     )
 
 
+def with_exit_marker(script: str) -> str:
+    """`script` echoing its test command's exit status after the end marker, unless it does."""
+    if EXIT_MARKER in script:
+        return script
+    lines = script.split("\n")
+    for i, line in enumerate(lines):
+        if END_MARKER in line:
+            marked = [f"{_EXIT_VAR}=$?", line, f'echo "{EXIT_MARKER}: ${_EXIT_VAR}"']
+            return "\n".join([*lines[:i], *marked, *lines[i + 1 :]])
+    return script  # no end marker: the exit status stays unknown
+
+
+def tests_exit_code(log: str) -> int | None:
+    """The test command's exit status as the eval script echoed it (the last such line)."""
+    found = _EXIT_LINE.findall(log)
+    return int(found[-1]) if found else None
+
+
 def verdict(
     task: SWEbenchTask, harness: Harness, log_path: Path, *, model_patch: str, timed_out: bool = False
 ) -> GradeReport:
@@ -168,20 +194,15 @@ def verdict(
     fail_to_pass = _group(groups.get("FAIL_TO_PASS"), task.FAIL_TO_PASS)
     pass_to_pass = _group(groups.get("PASS_TO_PASS"), task.PASS_TO_PASS)
     resolved = bool(report["resolved"]) and not timed_out
-    if resolved:
-        reason = "resolved: all FAIL_TO_PASS and PASS_TO_PASS tests pass"
-    elif not gradable:
+    if resolved or gradable:
+        reason = group_reason(task, fail_to_pass, pass_to_pass, resolved=resolved)
+    else:
         reason = (
             "not resolved: swebench finds no gradable test results in the log (the tests errored or did "
             "not run, or the log contradicts the test command's exit code)"
         )
         if report.get("infra_failure_reason"):
             reason += f"; it looks like an environment failure: {report['infra_failure_reason']}"
-    else:
-        reason = (
-            f"not resolved: {len(fail_to_pass.failure)}/{len(task.FAIL_TO_PASS)} FAIL_TO_PASS "
-            f"and {len(pass_to_pass.failure)}/{len(task.PASS_TO_PASS)} PASS_TO_PASS tests fail"
-        )
     return GradeReport(
         instance_id=task.instance_id,
         resolved=resolved,

@@ -35,6 +35,8 @@ SUPPORTED = "swebench>=4.0.3,<6"
 V5_FIELDS = ("image", "eval_script", "log_parser", "eval_type")
 REPO_DIRECTORY = "/testbed"
 ENV_NAME = "testbed"
+# Where the harness's images keep the testbed env that their eval scripts activate.
+TESTBED_BIN = f"/opt/miniconda3/envs/{ENV_NAME}/bin"
 
 
 class HarnessUnavailable(BenchmarkError, ImportError):

@@ -8,6 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from benchmarks.base import BenchmarkError
 
+# The namespace the SWE-bench harness pulls its published images from.
+OFFICIAL_NAMESPACE = "swebench"
+
 
 class InvalidOptions(BenchmarkError, ValueError):
     """The options are wrong; the message names each field."""
@@ -34,9 +37,11 @@ class SWEbenchOptions(BaseModel):
         default_factory=dict, description="named lists of instance ids, e.g. for a run's stages"
     )
     namespace: str | None = Field(
-        default=None,
-        description="swebench 4.x only: the registry namespace in derived image names (images are "
-        "never pulled; this only has to match the name the images were built or loaded under)",
+        default=OFFICIAL_NAMESPACE,
+        description="swebench 4.x only: the registry namespace in derived image names "
+        "(<namespace>/sweb.eval.<arch>.<id>:latest, as the harness names them; null: the harness's "
+        "local build names). An image the engine lacks is pulled; one it has, pulled, built or "
+        "loaded under that name, is used as it is",
     )
     dataset_timeout_s: float = Field(default=60.0, gt=0, le=3600)
     memory_mb: int = Field(default=4096, ge=256, description="memory of the grading sandbox")

@@ -9,7 +9,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from benchmarks.base import Task
-from benchmarks.swebench.harness import REPO_DIRECTORY, Harness, InstanceFormat, UnsupportedInstance
+from benchmarks.swebench.harness import (
+    REPO_DIRECTORY,
+    TESTBED_BIN,
+    Harness,
+    InstanceFormat,
+    UnsupportedInstance,
+)
 
 EVAL_DIR = "/clade/eval"
 EVAL_SCRIPT = f"{EVAL_DIR}/eval.sh"
@@ -86,6 +92,9 @@ def to_task(row: Mapping[str, Any], harness: Harness, *, namespace: str | None =
             instance_format=harness.instance_format,
             test_command=["bash", EVAL_SCRIPT],
             repo_path=REPO_DIRECTORY,
+            # The agent's commands find the repository's python and test runner first, as the
+            # eval script does after `conda activate testbed`; a missing folder costs nothing.
+            tools_path=[TESTBED_BIN],
         )
     except ValidationError as exc:
         raise UnsupportedInstance(f"{instance_id}: {_first_error(exc)}") from exc

@@ -7,6 +7,7 @@ commit and its history are there for the eval script's `git checkout <base> <tes
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tarfile
 import tempfile
@@ -18,8 +19,10 @@ from docker.errors import DockerException, ImageNotFound
 from benchmarks.base import BrokenTask
 from benchmarks.gitops import git, git_ok
 from benchmarks.swebench.tasks import SWEbenchTask
-from sandbox.base import BACKEND_LABEL, OWNER_LABEL, ROLE_LABEL, SandboxError, SandboxUnavailable
+from sandbox.base import BACKEND_LABEL, OWNER_LABEL, ROLE_LABEL, SandboxError
+from sandbox.images.build import ensure_task_image
 
+log = logging.getLogger("clade.swebench")
 EXPORT_ROLE = "swebench-export"
 _LABELS = {OWNER_LABEL: "clade-swebench", ROLE_LABEL: EXPORT_ROLE, BACKEND_LABEL: "docker"}
 
@@ -27,11 +30,12 @@ _LABELS = {OWNER_LABEL: "clade-swebench", ROLE_LABEL: EXPORT_ROLE, BACKEND_LABEL
 def export_repo(client: Any, image: str, source: str, dest: Path) -> Path:
     """Write `source` (a folder of `image`) to `dest/<its name>`; return that path."""
     try:
-        container = client.containers.create(image, command=["true"], network_mode="none", labels=_LABELS)
-    except ImageNotFound as exc:
-        raise SandboxUnavailable(
-            f"image {image} not found: instance images are never pulled; build or load it first"
-        ) from exc
+        try:
+            container = client.containers.create(image, command=["true"], network_mode="none", labels=_LABELS)
+        except ImageNotFound:
+            # Absent here: pulled by name (PullFailed, naming the image, when it cannot be).
+            ensure_task_image(client, image, progress=log.info)
+            container = client.containers.create(image, command=["true"], network_mode="none", labels=_LABELS)
     except (DockerException, OSError) as exc:
         raise SandboxError(f"cannot create a container from {image}: {exc}") from exc
     try:

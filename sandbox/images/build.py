@@ -3,11 +3,12 @@
     clade/os:<hash>     debootstrapped Debian (`rootfs.py`), imported from a cached tarball
     clade/base:<hash>   + a venv with the base requirements, first on PATH
     clade/agent:<hash>  + an agent's extra requirements (keyed by base tag and requirements)
-    clade/task:<hash>   a task's own image (SWE-bench: the instance image) + Clade's venv with
-                        the base and the agent's requirements (keyed by image id and requirements);
-                        the image's PATH is kept: the venv is not first on it
+    <cache>/runtime/    the agent runtime (`runtime.py`): Clade's Python and venv out of the
+                        base or agent image, self-contained, mounted read-only at /clade/runtime
+                        in any task image (SWE-bench: the instance image, used as it is)
 
-Nothing is pulled from a registry and no build container has a network.
+Clade's own images are never pulled and no build container has a network; a task image
+that the engine lacks is pulled by name (`pull.py`).
 """
 
 from __future__ import annotations
@@ -22,17 +23,11 @@ from typing import Any
 from docker.errors import DockerException, ImageNotFound
 
 from sandbox.base import LABEL_PREFIX, SandboxError, SandboxUnavailable
-from sandbox.images.layers import (
-    VENV,
-    ImageConfig,
-    PythonProbe,
-    build_log,
-    commit_python_layer,
-    probe_python,
-    remove_stale_builds,
-)
+from sandbox.images.layers import VENV, ImageConfig, build_log, commit_python_layer, remove_stale_builds
 from sandbox.images.locking import build_lock
+from sandbox.images.pull import pull_image
 from sandbox.images.rootfs import SANDBOX_HOME, SANDBOX_UID, RootfsRecipe, ensure_rootfs_tar
+from sandbox.images.runtime import COMPLETE, build_runtime, runtime_key
 from sandbox.images.wheels import WheelTarget, ensure_wheels, normalise
 
 Progress = Callable[[str], None]
@@ -41,7 +36,6 @@ BASE_REQUIREMENTS = ("openai", "httpx", "pytest")
 OS_REPOSITORY = "clade/os"
 BASE_REPOSITORY = "clade/base"
 AGENT_REPOSITORY = "clade/agent"
-TASK_REPOSITORY = "clade/task"
 VENV_LABEL = f"{LABEL_PREFIX}.venv"
 _IMAGE_LABEL = f"{LABEL_PREFIX}.image"
 _SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -154,66 +148,42 @@ def ensure_agent_image(
     return _cached_build(client, cache, tag, build)
 
 
-def ensure_task_image(
+def ensure_runtime(
     client: Any,
-    task_image: str,
-    requirements: list[str],
+    source_image: str,
     cache_dir: Path | None = None,
     *,
     progress: Progress = _quiet,
-) -> str:
-    """Tag of `task_image` plus Clade's Python layer: a venv at VENV with the base requirements
-    and `requirements`, from wheels downloaded on the host (build containers: network none).
+) -> Path:
+    """Host folder of the agent runtime made from `source_image` (the base image, or an agent
+    image with the agent's requirements): Clade's Python and venv, self-contained, to be
+    mounted read-only at `RUNTIME_DIR` in any task image (`runtime.py`).
 
-    Cached as clade/task:<hash of the image id and the requirements>. An image that already
-    holds Clade's venv (built from the base image) only gets `requirements` layered into it,
-    as `ensure_agent_image` does; with none it is tagged as is. Otherwise the venv is made
-    from the image's own python3 (`/usr/bin/python3` first), with wheels for that Python
-    and glibc. The image's environment (PATH above all) is kept as it is: the venv does not
-    shadow the repository's python; the runner puts it first for the agent's command only.
-
-    Raises `InvalidRequirement` for anything but plain `name[extras] <specifiers>` lines,
-    `SandboxUnavailable` when the image is not on this engine (it is never pulled).
+    Cached as <cache>/runtime/<layout version>-<image id>; built once, under the build locks.
     """
-    extra = normalise(requirements)
     cache = (cache_dir or default_cache_dir()).expanduser()
-    image = _inspect(client, task_image)
-    tag = f"{TASK_REPOSITORY}:{_digest([image['Id'], list(BASE_REQUIREMENTS), extra])[:12]}"
+    image = _inspect(client, source_image)
+    dest = cache / "runtime" / runtime_key(str(image["Id"]))
+    if (dest / COMPLETE).is_file():
+        return dest
+    with build_lock(client, cache):
+        if (dest / COMPLETE).is_file():
+            return dest
+        remove_stale_builds(client)
+        with build_log(cache / "logs" / f"runtime-{dest.name}.log"):
+            return build_runtime(client, source_image, dest, progress=progress)
 
-    def build() -> str:
-        probe = _probe(client, task_image, image)
-        progress(f"{task_image}: {probe.describe()}")
-        repository, _, version = tag.rpartition(":")
-        if probe.has_venv and not extra:
-            client.images.get(task_image).tag(repository, version)
-            return tag
-        image_config = image.get("Config") or {}
-        config = ImageConfig(
-            env={},  # the build container's environment is the image's, and the commit keeps it
-            user=image_config.get("User") or "0:0",
-            workdir=image_config.get("WorkingDir") or "/",
-            labels={_IMAGE_LABEL: "task", f"{LABEL_PREFIX}.task-image": task_image, VENV_LABEL: VENV},
-        )
-        target = WheelTarget(
-            python_version=probe.version,
-            glibc_minor=probe.glibc_minor if probe.glibc_minor is not None else 17,
-        )
-        wanted = extra if probe.has_venv else normalise([*BASE_REQUIREMENTS, "pip", *extra])
-        wheels = ensure_wheels(wanted, cache, target=target, progress=progress)
-        return commit_python_layer(
-            client,
-            from_image=task_image,
-            wheels=wheels,
-            requirements=wanted,
-            create_venv=not probe.has_venv,
-            config=config,
-            tag=tag,
-            progress=progress,
-            venv_python=probe.python,
-            bootstrap_pip=not probe.has_venv,
-        )
 
-    return _cached_build(client, cache, tag, build)
+def ensure_task_image(client: Any, task_image: str, *, progress: Progress = _quiet) -> str:
+    """`task_image` as it is, pulled (with progress) when this engine does not have it.
+
+    Nothing is layered onto it: the agent brings Clade's runtime in a read-only mount, so
+    the image's own python (or lack of one) and PATH are what the task's commands see.
+    Raises `SandboxUnavailable` naming the image when it is absent and cannot be pulled.
+    """
+    if not _exists(client, task_image):
+        pull_image(client, task_image, progress=progress)
+    return task_image
 
 
 def _cached_build(client: Any, cache: Path, tag: str, build: Callable[[], str]) -> str:
@@ -228,15 +198,6 @@ def _cached_build(client: Any, cache: Path, tag: str, build: Callable[[], str]) 
         remove_stale_builds(client)
         with build_log(cache / "logs" / f"{tag.replace('/', '-').replace(':', '-')}.log"):
             return build()
-
-
-def _probe(client: Any, task_image: str, image: dict[str, Any]) -> PythonProbe:
-    labels = (image.get("Config") or {}).get("Labels") or {}
-    if labels.get(VENV_LABEL) == VENV and labels.get(_IMAGE_LABEL) in ("base", "agent"):
-        # Built by Clade: the base image's Python (what `ensure_agent_image` assumes too).
-        defaults = WheelTarget()
-        return PythonProbe(True, f"{VENV}/bin/python", defaults.python_version, defaults.glibc_minor)
-    return probe_python(client, task_image)
 
 
 def _ensure_os_image(

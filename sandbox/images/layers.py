@@ -65,31 +65,23 @@ def commit_python_layer(
     config: ImageConfig,
     tag: str,
     progress: Progress,
-    venv_python: str = "python3",
-    bootstrap_pip: bool = False,
 ) -> str:
     """Install `requirements` from `wheels` into the venv of `from_image`; commit as `tag`.
 
-    `venv_python` creates the venv (when `create_venv`). With `bootstrap_pip` the venv is
-    made without pip (images whose python lacks ensurepip, as Debian's and Ubuntu's do
-    without python3-venv) and pip runs from its own wheel, which `wheels` must hold.
+    The venv (when `create_venv`) is made with the image's `python3`.
     """
     with _build_container(client, from_image) as container:
         _put_dir(container, wheels, _WHEELS_IN_CONTAINER)
         container.start()
         if create_venv:
-            progress(f"creating {VENV} with {venv_python}")
-            _run(container, [venv_python, "-m", "venv", *(["--without-pip"] if bootstrap_pip else []), VENV])
+            progress(f"creating {VENV}")
+            _run(container, ["python3", "-m", "venv", VENV])
         progress(f"installing {len(requirements)} requirement(s) offline")
         options = [
             "install", "--no-index", "--no-cache-dir", "--disable-pip-version-check",
             "--find-links", _WHEELS_IN_CONTAINER,
         ]  # fmt: skip
-        if bootstrap_pip:
-            pip = f'{VENV}/bin/python "$(ls {_WHEELS_IN_CONTAINER}/pip-*.whl | head -n 1)/pip"'
-            _run(container, ["sh", "-c", f'{pip} {" ".join(options)} "$@"', "sh", *requirements])
-        else:
-            _run(container, [f"{VENV}/bin/pip", *options, *requirements])
+        _run(container, [f"{VENV}/bin/pip", *options, *requirements])
         _run(container, ["rm", "-rf", _WHEELS_IN_CONTAINER])
         frozen = _run(container, [f"{VENV}/bin/pip", "freeze", "--disable-pip-version-check"])
         progress("installed: " + " ".join(frozen.split()))
@@ -101,46 +93,6 @@ def commit_python_layer(
             raise SandboxError(f"committing {tag} failed: {exc}") from exc
     progress(f"committed {tag}")
     return tag
-
-
-@dataclass(frozen=True)
-class PythonProbe:
-    """What an image holds for Clade's Python layer."""
-
-    has_venv: bool  # Clade's venv is already at VENV
-    python: str  # the interpreter to build on: the venv's, or the image's own python3
-    version: str  # "3.11"
-    glibc_minor: int | None  # None: not a glibc the interpreter reports
-
-    def describe(self) -> str:
-        where = f"Clade's venv at {VENV}" if self.has_venv else f"no venv; python {self.python}"
-        return f"{where} (Python {self.version}, glibc 2.{self.glibc_minor})"
-
-
-_PROBE = f"""
-if [ -x {VENV}/bin/python ]; then echo venv; set -- {VENV}/bin/python
-else echo none; set -- /usr/bin/python3 /usr/local/bin/python3 "$(command -v python3 || true)"; fi
-for p in "$@"; do
-  if [ -n "$p" ] && [ -x "$p" ]; then
-    echo "$p"
-    exec "$p" -c 'import platform, sys; print("%d.%d" % sys.version_info[:2]); print(platform.libc_ver()[1])'
-  fi
-done
-echo "clade: no python3 in this image" >&2; exit 3
-"""
-
-
-def probe_python(client: Any, image: str) -> PythonProbe:
-    """Whether `image` already holds Clade's venv, and which python3 it has (a build
-    container: network none, started only to ask)."""
-    with _build_container(client, image) as container:
-        container.start()
-        lines = _run(container, ["sh", "-c", _PROBE]).split()
-    if len(lines) < 3:
-        raise SandboxError(f"cannot tell which python {image} has: {' '.join(lines)}")
-    glibc = lines[3].split(".") if len(lines) > 3 else []
-    minor = int(glibc[1]) if len(glibc) > 1 and glibc[0] == "2" and glibc[1].isdigit() else None
-    return PythonProbe(has_venv=lines[0] == "venv", python=lines[1], version=lines[2], glibc_minor=minor)
 
 
 def remove_stale_builds(client: Any) -> list[str]:
@@ -207,7 +159,9 @@ def build_log(path: Path) -> Iterator[Path]:
 
 
 @contextmanager
-def _build_container(client: Any, image: str) -> Iterator[Any]:
+def _build_container(
+    client: Any, image: str, *, volumes: dict[str, dict[str, str]] | None = None
+) -> Iterator[Any]:
     try:
         container = client.containers.create(
             image,
@@ -219,6 +173,7 @@ def _build_container(client: Any, image: str) -> Iterator[Any]:
             security_opt=["no-new-privileges"],
             labels={**_BUILD_LABELS, BUILDER_LABEL: builder_identity()},
             working_dir="/",
+            volumes=volumes or {},
         )
     except DockerException as exc:
         raise SandboxError(f"cannot create a build container from {image}: {exc}") from exc
@@ -270,3 +225,8 @@ def _run(container: Any, command: list[str]) -> str:
             f"image build step {' '.join(command[:3])} failed ({result.exit_code}):\n{output[-3000:]}{where}"
         )
     return output
+
+
+# For the other image builders of this package (the agent runtime).
+build_container = _build_container
+run_in = _run

@@ -1,5 +1,10 @@
 """Python wheels for an image, downloaded on the host so that no container needs a network.
 
+The requirements are first resolved for the target interpreter and platform by `uv pip
+compile`, which evaluates environment markers for that target (pip evaluates them for the
+host's python: `exceptiongroup; python_version < "3.11"` would never be fetched for a 3.9
+image from a 3.11 host); pip then downloads exactly the pinned set, without dependencies.
+
 Requirements come from `agent.toml`, which the agent itself may have written, and pip
 runs on the host: only plain `name[extras] <specifiers>` lines are accepted (no URLs,
 paths or pip options), and only wheels are fetched, so nothing is built or run here.
@@ -57,6 +62,16 @@ class WheelTarget:
             options.append(f"--platform={legacy}_{self.machine}")
         return options
 
+    def uv_platform(self) -> str:
+        """The nearest manylinux level `uv --python-platform` knows, at most the target's."""
+        levels = [minor for minor in _UV_MANYLINUX if minor <= self.glibc_minor] or [_UV_MANYLINUX[0]]
+        return f"{self.machine}-manylinux_2_{levels[-1]}"
+
+
+_UV_MANYLINUX = (17, 28, *range(31, 41))
+# Part of the cache key: bump when the way wheels are chosen changes.
+_RESOLVER = "uv-compile-1"
+
 
 def normalise(requirements: Iterable[str]) -> list[str]:
     """Validated, stripped, de-duplicated and sorted requirement lines."""
@@ -71,7 +86,7 @@ def normalise(requirements: Iterable[str]) -> list[str]:
 
 
 def requirements_key(requirements: list[str], target: WheelTarget) -> str:
-    blob = "\n".join([repr(target), *requirements]).encode()
+    blob = "\n".join([_RESOLVER, repr(target), *requirements]).encode()
     return hashlib.sha256(blob).hexdigest()
 
 
@@ -93,14 +108,14 @@ def ensure_wheels(
         shutil.rmtree(stale, ignore_errors=True)
     work = Path(tempfile.mkdtemp(prefix="download-", dir=dest.parent))
     try:
-        progress(f"downloading wheels for: {' '.join(requirements)}")
+        progress(f"resolving {' '.join(requirements)} for Python {target.python_version}")
+        pinned = resolve(requirements, target, work)
+        progress(f"downloading {len(pinned)} wheel(s)")
         command = [
-            sys.executable, "-m", "pip", "download", "--disable-pip-version-check",
-            "--no-input", *target.pip_options(), "--dest", str(work), *requirements,
+            sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--no-input",
+            "--no-deps", *target.pip_options(), "--dest", str(work), *pinned,
         ]  # fmt: skip
-        done = subprocess.run(command, capture_output=True, text=True, errors="replace", check=False)
-        if done.returncode != 0:
-            raise SandboxError(f"pip download failed: {done.stderr.strip()[-3000:]}")
+        _check(command, "pip download")
         (work / ".complete").write_text("\n".join(requirements) + "\n")
         if dest.exists():  # a stale, incomplete attempt
             shutil.rmtree(dest)
@@ -110,3 +125,29 @@ def ensure_wheels(
     count = sum(1 for _ in dest.glob("*.whl"))
     progress(f"{count} wheels ready in {dest}")
     return dest
+
+
+def resolve(requirements: list[str], target: WheelTarget, work: Path) -> list[str]:
+    """`name==version` of every package `requirements` need on `target`, markers evaluated
+    for the target's Python and platform; only versions with wheels are chosen."""
+    wanted = work / "requirements.in"
+    wanted.write_text("\n".join(requirements) + "\n")
+    command = [
+        sys.executable, "-m", "uv", "pip", "compile", "--quiet", "--no-header", "--no-annotate",
+        "--only-binary", ":all:", "--python-version", target.python_version,
+        "--python-platform", target.uv_platform(), str(wanted),
+    ]  # fmt: skip
+    # From the work folder: uv reads the user's index settings (uv.toml, UV_INDEX_URL), and
+    # no project's configuration from wherever the worker was started.
+    output = _check(command, "resolving the requirements (uv pip compile)", cwd=work)
+    pinned = [line.strip() for line in output.splitlines() if line.strip() and not line.startswith("#")]
+    if not pinned:
+        raise SandboxError(f"uv pip compile resolved nothing for {' '.join(requirements)}")
+    return pinned
+
+
+def _check(command: list[str], what: str, cwd: Path | None = None) -> str:
+    done = subprocess.run(command, capture_output=True, text=True, errors="replace", check=False, cwd=cwd)
+    if done.returncode != 0:
+        raise SandboxError(f"{what} failed: {done.stderr.strip()[-3000:]}")
+    return done.stdout

@@ -7,7 +7,7 @@ image holds (`/etc/clade-instance`):
   clade-venv   the fixture image as built (it carries Clade's venv, first on its PATH)
   own-python   Clade's venv moved to /opt/testbed-env, first on PATH and without `openai`:
                an image with a python of its own and no Clade venv, like a real SWE-bench
-               image with its conda env, so the worker must layer Clade's Python onto it
+               image with its conda env; the agent runs on Clade's runtime mount regardless
 
 A run on `benchmark: {name: swebench, options: {dataset: ...}}` with the seed agent, one
 tick of the driver, `worker.evaluate.evaluate`; the scripted model makes the seed agent
@@ -29,8 +29,8 @@ import pytest
 
 from benchmarks.swebench import load_harness
 from sandbox.base import BACKEND_LABEL, OWNER_LABEL, ROLE_LABEL
-from sandbox.images.build import TASK_REPOSITORY
 from sandbox.images.layers import BUILD_ROLE, VENV
+from sandbox.images.runtime import RUNTIME_PYTHON
 from tests.benchmarks.swebench.fixture_set import build_images, instance_rows, instances, repositories
 from tests.worker.harness import Evaluated, EvaluationStack, evaluation_stack
 from worker.llm.script import Match, Reply, Rule, Script, ToolCall
@@ -213,7 +213,7 @@ def test_the_agent_resolves_the_instance_in_its_own_image(
     seen = printed(outputs[0])
     assert seen["PWD"] == "/testbed", outputs[0]
     assert seen["MARKER"] == f"instance image of tinyinv ({variant})", outputs[0]
-    assert seen["CLADE_PYTHON"] == f"{VENV}/bin/python"
+    assert seen["CLADE_PYTHON"] == RUNTIME_PYTHON
     assert seen["AGENT_OPENAI"] == "ok"
     assert seen["COMMAND_PYTHON"] == seen["IMAGE_PYTHON"]
     if variant == "own-python":
@@ -222,7 +222,7 @@ def test_the_agent_resolves_the_instance_in_its_own_image(
     assert "M tinyinv/stock.py" in outputs[1], outputs[1]
 
 
-def test_the_task_image_layer_keeps_the_image_path(
+def test_the_task_image_is_used_as_it_is(
     swebench_stack: EvaluationStack, datasets: Datasets, docker_client: Any
 ) -> None:
     image = datasets.images["own-python"]["tinyinv"]
@@ -234,19 +234,9 @@ def test_the_task_image_layer_keeps_the_image_path(
         if t.instance_id == SOLVED
     )
     assert task.image == image
-    layered = swebench_stack.ctx.images.for_task(task, [])
-    assert layered.startswith(f"{TASK_REPOSITORY}:")
-    assert swebench_stack.ctx.images.for_task(task, []) == layered  # cached
-    env = dict(item.split("=", 1) for item in docker_client.images.get(layered).attrs["Config"]["Env"])
+    assert swebench_stack.ctx.images.for_task(task, []) == image
+    env = dict(item.split("=", 1) for item in docker_client.images.get(image).attrs["Config"]["Env"])
     assert env["PATH"] == f"{REPO_ENV}/bin:{SYSTEM_PATH}"
-    # An image that already carries Clade's venv is used as it is.
-    plain = datasets.images["clade-venv"]["tinyinv"]
-    assert (
-        docker_client.images.get(
-            swebench_stack.ctx.images.for_task(task.model_copy(update={"image": plain}), [])
-        ).id
-        == docker_client.images.get(plain).id
-    )
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

@@ -168,7 +168,10 @@ def build_images(client: Any, base_image: str, repos: dict[str, tuple[Path, str]
         images[name] = tag
     for instance in instances():
         image = client.images.get(images[instance.repo_name])
-        image.tag(f"sweb.eval.x86_64.{instance.meta['instance_id'].lower()}", "latest")
+        local = f"sweb.eval.x86_64.{instance.meta['instance_id'].lower()}"
+        image.tag(local, "latest")
+        # The 4.x harness's name in the official namespace (the default `namespace` option).
+        image.tag(f"swebench/{local}".replace("__", "_1776_"), "latest")
     return images
 
 

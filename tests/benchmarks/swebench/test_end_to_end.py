@@ -3,6 +3,7 @@ from Clade's base image, the agent's bind mount at /testbed, grading in fresh sa
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,9 @@ def test_the_empty_patch_does_not(bench: SWEbench, backend: SandboxBackend, inst
     task = task_of(bench, instance_id)
     report = grade(bench, backend, instance_id, "")
     assert not report.resolved
+    # The test command's own exit status (pytest: 1, tests failed), not the eval script's,
+    # which ends with a `git checkout` and is 0.
+    assert report.tests_exit_code == 1, report.log_tail
     assert report.FAIL_TO_PASS.failure == task.FAIL_TO_PASS
     assert report.PASS_TO_PASS.success == task.PASS_TO_PASS
     assert all(report.test_statuses[test] == TestStatus.FAILED for test in task.FAIL_TO_PASS)
@@ -152,7 +156,11 @@ def test_a_missing_instance_image_is_a_clear_error(
         dataset=str(write_jsonl([row], tmp_path / "absent.jsonl")), namespace="clade-absent"
     )
     absent = SWEbench(options, docker_client=docker_client, harness=harness)
-    with pytest.raises(SandboxUnavailable, match=r"not found: instance images are never pulled"):
+    name = absent.tasks()[0].image
+    # Absent here, and no registry is reachable: the pull fails, naming the image.
+    with pytest.raises(
+        SandboxUnavailable, match=rf"image {re.escape(str(name))} is not on this Docker engine"
+    ):
         absent.prepare_repo(absent.tasks()[0], tmp_path / "repo")
 
 

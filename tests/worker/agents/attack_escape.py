@@ -16,6 +16,10 @@ TARGET_FILES = [
     "/usr/local/bin/python3",
     "/opt/clade-venv/lib/python3.11/site-packages/clade-pwned.pth",
     "/opt/clade-venv/bin/python",
+    # Clade's agent runtime: a host folder shared by every run, mounted read-only.
+    "/clade/runtime/venv/lib/python3.11/site-packages/clade-pwned.pth",
+    "/clade/runtime/venv/bin/python",
+    "/clade/runtime/lib/libc.so.6",
     "/clade/agent/agent.toml",
     "/clade/agent/clade-pwned",
     "/clade/task/statement.md",

@@ -1,0 +1,73 @@
+"""`clade bench prepare NAME --option KEY=VALUE`: make every image a run will need, here."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from cli.client import CliError
+from cli.context import CliContext
+from cli.output import err_console, reported_errors
+
+
+def parse_options(pairs: list[str]) -> dict[str, Any]:
+    """`KEY=VALUE` pairs; a value that reads as JSON (numbers, lists, true) is taken as such."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"--option {pair!r}: expected KEY=VALUE")
+        try:
+            options[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key.strip()] = value
+    return options
+
+
+def prepare(
+    ctx: typer.Context,
+    name: str,
+    option: Annotated[
+        list[str] | None, typer.Option("--option", "-o", help="A benchmark option, KEY=VALUE (repeatable)")
+    ] = None,
+) -> None:
+    """Build or pull every image a run on NAME needs (base image, agent runtime, task images)."""
+    from benchmarks.base import BenchmarkError
+    from benchmarks.prepare import prepare_images
+    from benchmarks.registry import get_benchmark
+    from contracts.settings import get_settings
+    from sandbox.base import SandboxError
+    from sandbox.docker_backend import connect
+
+    cli: CliContext = ctx.obj
+    settings = get_settings()
+    with reported_errors():
+        try:
+            benchmark = get_benchmark(name, **parse_options(option or []))
+            prepared = prepare_images(
+                benchmark,
+                client=connect(),
+                cache_dir=settings.image_cache_dir,
+                progress=lambda line: err_console.print(f"[dim]{line}[/dim]", highlight=False),
+            )
+        except (BenchmarkError, SandboxError) as exc:
+            raise CliError(str(exc)) from exc
+    failed = [p for p in prepared if p.status == "failed"]
+    if cli.as_json:
+        cli.emit_json([p.__dict__ for p in prepared])
+    else:
+        table = Table("image", "kind", "status", "tasks", "seconds", title=f"{name}: {len(prepared)} images")
+        for p in prepared:
+            colour = {"failed": "red", "pulled": "cyan", "built": "cyan"}.get(p.status, "green")
+            table.add_row(
+                p.name, p.kind, f"[{colour}]{p.status}[/{colour}]", str(p.tasks), f"{p.seconds:.1f}"
+            )
+        cli.console.print(table)
+        for p in failed:
+            cli.console.print(f"[red]{p.detail}[/red]")
+    if failed:
+        err_console.print(f"[red]{len(failed)} of {len(prepared)} images are missing[/red]")
+        raise typer.Exit(1)
