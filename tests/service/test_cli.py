@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_agent
+from tests.helpers import write_agent
 from tests.servers import ServiceProcess, free_port
 
 
@@ -33,9 +33,9 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'clade.db'}"
 
 
-def test_seed_run_and_agent_commands(service: ServiceProcess, tmp_path: Path) -> None:
-    data = service.data_dir
-    url = service.url
+def test_seed_run_and_agent_commands(live_service: ServiceProcess, tmp_path: Path) -> None:
+    data = live_service.data_dir
+    url = live_service.url
     repo = write_agent(tmp_path / "agent-repo")
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     (repo / "uncommitted.txt").write_text("not part of the seed")
@@ -78,7 +78,8 @@ def test_seed_run_and_agent_commands(service: ServiceProcess, tmp_path: Path) ->
     assert f"agent-{seed[:12]}/code/uncommitted.txt" not in names
 
 
-def test_invalid_config_names_the_field(service: ServiceProcess, tmp_path: Path) -> None:
+def test_invalid_config_names_the_field(live_service: ServiceProcess, tmp_path: Path) -> None:
+    service = live_service
     config = tmp_path / "bad.yaml"
     config.write_text(f"seed_agent: {'a' * 40}\nbudget:\n  max_usd: -3\n")
     result = clade(service.url, service.data_dir, "run", "start", str(config))
