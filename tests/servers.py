@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psycopg
@@ -213,7 +214,7 @@ class _EnvSettings(Settings):
 
 def settings_from_env(env: dict[str, str]) -> Settings:
     """What `get_settings()` builds in a service process started with `env`."""
-    values = {
+    values: dict[str, Any] = {
         key.removeprefix("CLADE_").lower(): value for key, value in env.items() if key.startswith("CLADE_")
     }
     return _EnvSettings(**values).with_tokens()
