@@ -1,10 +1,9 @@
-"""Fixtures shared by the whole suite: databases, live service processes, small agents."""
+"""Fixtures shared by the whole suite: databases, the service (in this process or live), Docker."""
 
 from __future__ import annotations
 
-import io
+import shutil
 import sys
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,41 +13,62 @@ import pytest
 from docker.errors import DockerException
 
 from sandbox.images.build import ensure_base_image
-from tests.servers import ServiceProcess, free_port, fresh_postgres_database, service_env, start_service
+from service.db.migrate import upgrade
+from tests.helpers import import_seed
+from tests.servers import (
+    AppService,
+    ServiceProcess,
+    SharedPostgres,
+    app_service,
+    free_port,
+    fresh_postgres_database,
+    service_env,
+    shared_postgres_database,
+    start_service,
+)
 
-AGENT_TOML = 'name = "tiny"\nsolve = "python -m tiny"\n'
+
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty SQLite database at the newest schema, copied for each test that takes one."""
+    path = tmp_path_factory.mktemp("migrated") / "clade.db"
+    upgrade(f"sqlite:///{path}")
+    return path
 
 
-def write_agent(root: Path, files: dict[str, str] | None = None) -> Path:
-    """A minimal valid agent folder."""
-    root.mkdir(parents=True, exist_ok=True)
-    content = {"agent.toml": AGENT_TOML, "tiny/__init__.py": "", "tiny/__main__.py": "print('hi')\n"}
-    for name, text in (content | (files or {})).items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
-
-
-def tar_of(root: Path) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        tar.add(root, arcname=".")
-    return buffer.getvalue()
+@pytest.fixture(scope="session")
+def shared_postgres() -> Iterator[SharedPostgres | None]:
+    with shared_postgres_database() as shared:
+        yield shared
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """Each test that takes this runs once on SQLite and once on a fresh Postgres database."""
+    """Each test that takes this runs once on SQLite and once on Postgres, on an empty, migrated database."""
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'clade.db'}"
-    else:
+        path = tmp_path / "clade.db"
+        shutil.copyfile(request.getfixturevalue("migrated_sqlite"), path)
+        yield f"sqlite:///{path}"
+        return
+    shared: SharedPostgres | None = request.getfixturevalue("shared_postgres")
+    if shared is None:
         with fresh_postgres_database() as url:
             yield url
+    else:
+        shared.empty()
+        yield shared.url
 
 
 @pytest.fixture
-def service(tmp_path: Path, database_url: str) -> Iterator[ServiceProcess]:
+def service(tmp_path: Path, database_url: str) -> Iterator[AppService]:
+    """The service's app in this process, on each database: for what the API does."""
+    with app_service(service_env(tmp_path / "data", database_url, free_port())) as app:
+        yield app
+
+
+@pytest.fixture
+def live_service(tmp_path: Path, database_url: str) -> Iterator[ServiceProcess]:
+    """A real `clade serve` process: for what only a process shows (a kill, a CLI talking HTTP)."""
     env = service_env(tmp_path / "data", database_url, free_port())
     process = start_service(env)
     yield process
@@ -56,17 +76,8 @@ def service(tmp_path: Path, database_url: str) -> Iterator[ServiceProcess]:
 
 
 @pytest.fixture
-def seed_id(service: ServiceProcess, tmp_path: Path) -> str:
-    root = write_agent(tmp_path / "seed-src", {"tiny/core.py": "".join(f"line {i}\n" for i in range(50))})
-    with service.admin as client:
-        response = client.post("/api/seeds", files={"file": ("a.tgz", tar_of(root))}, data={"name": "tiny"})
-    assert response.status_code == 201, response.text
-    return str(response.json()["id"])
-
-
-def tar_names(data: bytes) -> list[str]:
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        return tar.getnames()
+def seed_id(service: AppService, tmp_path: Path) -> str:
+    return import_seed(service, tmp_path)
 
 
 @pytest.fixture(scope="session")

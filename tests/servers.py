@@ -1,4 +1,8 @@
-"""Helpers that start real service processes for tests and wait until they answer."""
+"""The service under test: its app in this process, or a real process when the process matters.
+
+Both give the same clients (`admin`, `worker`, `anonymous`); the in-process one sends each
+request straight to the ASGI app on an event loop thread, with no socket and no server.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +17,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psycopg
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from fastapi import FastAPI
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
+
+from contracts.settings import Settings
+from service.api.app import create_app
+from service.db.migrate import upgrade
 
 
 def free_port() -> int:
@@ -47,34 +59,98 @@ def fresh_postgres_database() -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@dataclass
-class ServiceProcess:
+@dataclass(frozen=True)
+class SharedPostgres:
+    """One migrated database for a whole session, emptied before each test that takes it."""
+
+    url: str
+    tables: tuple[str, ...]
+
+    def empty(self) -> None:
+        """Leave the schema, remove every row: as a freshly migrated database, and faster to get."""
+        name = self.url.rpartition("/")[2]
+        with psycopg.connect(postgres_admin_url(), autocommit=True) as conn:
+            # A connection a test left open would hold locks; DROP DATABASE ... WITH (FORCE) ends them too.
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = %s AND pid <> pg_backend_pid()",
+                (name,),
+            )
+        with psycopg.connect(
+            self.url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True
+        ) as conn:
+            conn.execute("SET lock_timeout = '30s'")
+            if self.tables:
+                conn.execute(f"TRUNCATE {', '.join(self.tables)} RESTART IDENTITY CASCADE")
+
+
+@contextmanager
+def shared_postgres_database() -> Iterator[SharedPostgres | None]:
+    """A migrated database to share between tests, or None when migrations wrote rows (then each
+    test needs its own fresh database, since emptying the tables would remove those rows)."""
+    with fresh_postgres_database() as url:
+        upgrade(url)
+        plain = url.replace("postgresql+psycopg://", "postgresql://")
+        with psycopg.connect(plain, autocommit=True) as conn:
+            names = [
+                str(row[0])
+                for row in conn.execute(
+                    "SELECT tablename FROM pg_tables"
+                    " WHERE schemaname = 'public' AND tablename <> 'alembic_version'"
+                )
+            ]
+            seeded = any(
+                conn.execute(f'SELECT EXISTS (SELECT 1 FROM "{name}")').fetchone() == (True,)
+                for name in names
+            )
+        yield None if seeded else SharedPostgres(url=url, tables=tuple(f'"{name}"' for name in names))
+
+
+class ServiceClients:
+    """HTTP clients for a service with the tokens kept in its data directory."""
+
     url: str
     data_dir: Path
     env: dict[str, str]
-    process: subprocess.Popen[bytes]
-    log_path: Path
+
+    def transport(self) -> httpx.BaseTransport | None:
+        """None: real connections to `url`."""
+        return None
+
+    @property
+    def database_url(self) -> str:
+        return self.env["CLADE_DATABASE_URL"]
 
     @property
     def secrets(self) -> dict[str, str]:
         data: dict[str, str] = json.loads((self.data_dir / "secrets.json").read_text())
         return data
 
+    def client(self, token: str | None = None) -> httpx.Client:
+        """A client with the named token (admin_token, worker_token, read_token), or none."""
+        headers = {"Authorization": f"Bearer {self.secrets[token]}"} if token else None
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60, transport=self.transport())
+
     @property
     def admin(self) -> httpx.Client:
-        return httpx.Client(
-            base_url=self.url, headers={"Authorization": f"Bearer {self.secrets['admin_token']}"}, timeout=60
-        )
+        return self.client("admin_token")
 
     @property
     def worker(self) -> httpx.Client:
-        return httpx.Client(
-            base_url=self.url, headers={"Authorization": f"Bearer {self.secrets['worker_token']}"}, timeout=60
-        )
+        return self.client("worker_token")
 
     @property
     def anonymous(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=60)
+        return self.client()
+
+
+@dataclass
+class ServiceProcess(ServiceClients):
+    url: str
+    data_dir: Path
+    env: dict[str, str]
+    process: subprocess.Popen[bytes]
+    log_path: Path
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -86,6 +162,79 @@ class ServiceProcess:
             else:
                 self.process.terminate()
             self.process.wait(timeout=30)
+
+
+class _AppTransport(httpx.BaseTransport):
+    """Sends each request to the ASGI app on the portal's event loop, and reads the whole answer."""
+
+    def __init__(self, app: FastAPI, portal: BlockingPortal) -> None:
+        # Unhandled errors come back as 500 responses, as from a live server.
+        self.asgi = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        self.portal = portal
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        async def send() -> tuple[httpx.Response, bytes]:
+            response = await self.asgi.handle_async_request(request)
+            body = b"".join([part async for part in response.stream])  # type: ignore[union-attr]
+            return response, body
+
+        response, body = self.portal.call(send)
+        return httpx.Response(
+            response.status_code, headers=response.headers, stream=httpx.ByteStream(body), request=request
+        )
+
+
+@dataclass
+class AppService(ServiceClients):
+    """The service's app (run driver off) in this process, started as `clade serve` starts it."""
+
+    url: str
+    data_dir: Path
+    env: dict[str, str]
+    app_transport: httpx.BaseTransport
+
+    def transport(self) -> httpx.BaseTransport:
+        return self.app_transport
+
+
+class _EnvSettings(Settings):
+    """Settings from the given values only, as a process started with exactly that environment."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)
+
+
+def settings_from_env(env: dict[str, str]) -> Settings:
+    """What `get_settings()` builds in a service process started with `env`."""
+    values: dict[str, Any] = {
+        key.removeprefix("CLADE_").lower(): value for key, value in env.items() if key.startswith("CLADE_")
+    }
+    return _EnvSettings(**values).with_tokens()
+
+
+@contextmanager
+def app_service(env: dict[str, str]) -> Iterator[AppService]:
+    """The app built from `env` with its lifespan running; requests go to it in this process."""
+    settings = settings_from_env(env)
+    app = create_app(settings)
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(app.router.lifespan_context(app)),
+    ):
+        yield AppService(
+            url=env["CLADE_SERVICE_URL"],
+            data_dir=settings.data_dir,
+            env=env,
+            app_transport=_AppTransport(app, portal),
+        )
 
 
 def service_env(data_dir: Path, database_url: str | None, port: int, **extra: str) -> dict[str, str]:

@@ -15,8 +15,8 @@ from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
 from service.db.models import Agent, Step
-from tests.conftest import tar_of
 from tests.e2e.conftest import SEED_AGENT, Cluster, wait_for
+from tests.helpers import tar_of
 from worker.curriculum import Curriculum
 
 A, B, C, D, E, F = (

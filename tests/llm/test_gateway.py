@@ -186,7 +186,9 @@ def test_stop_waits_for_a_call_in_flight_so_it_is_metered(sock_dir: Path) -> Non
     gateway.start()
     caller = threading.Thread(target=lambda: _ignore_transport_errors(gateway), daemon=True)
     caller.start()
+    deadline = time.monotonic() + 10
     while gateway.chat.in_flight == 0:
+        assert time.monotonic() < deadline, "the call never reached the gateway"
         time.sleep(0.01)
     threading.Timer(0.3, release.set).start()
     gateway.stop()

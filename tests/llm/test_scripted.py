@@ -215,7 +215,7 @@ def test_command_line_server(tmp_path: Path) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+            proc.wait(timeout=10)
         if proc.stderr is not None:
             proc.stderr.close()
 

@@ -56,7 +56,7 @@ def host_listener() -> Iterator[tuple[int, list[Any]]]:
     thread.start()
     yield server.getsockname()[1], accepted
     stop.set()
-    thread.join()
+    thread.join(timeout=10)
     server.close()
 
 

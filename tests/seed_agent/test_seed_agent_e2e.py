@@ -181,14 +181,15 @@ def test_budget_error_ends_the_run_cleanly(workspace: dict[str, Path]) -> None:
 
 
 def test_sigterm_still_leaves_a_trajectory(workspace: dict[str, Path]) -> None:
-    script = [bash_call("sleep 30"), final_answer("never reached")]
+    started = workspace["repo"].parent / "command-started"
+    script = [bash_call(f"touch {started} && sleep 30"), final_answer("never reached")]
     with ScriptedModelServer(script) as server:
         env = agent_env(server, workspace)
         proc = subprocess.Popen([sys.executable, "-m", "agent"], cwd=workspace["repo"], env=env)
         deadline = time.monotonic() + 30
-        while not server.requests and time.monotonic() < deadline:
+        while not started.exists():  # the agent is inside its command
+            assert time.monotonic() < deadline and proc.poll() is None, "the agent never ran its command"
             time.sleep(0.05)
-        time.sleep(0.5)  # let it start the command
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) != 0
     trajectory = json.loads((workspace["out"] / "trajectory.json").read_text())

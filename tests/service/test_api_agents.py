@@ -8,32 +8,12 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from tests.conftest import tar_names, tar_of, write_agent
-from tests.servers import ServiceProcess
-from tests.service.helpers import agent_ids, open_step_in, row_counts
-from tests.service.test_api_runs import config
-
-CORE = "".join(f"line {i}\n" for i in range(50))
+from tests.helpers import tar_names, tar_of, write_agent
+from tests.servers import AppService
+from tests.service.helpers import CORE, agent_ids, core_patch, open_step_in, row_counts, start_run
 
 
-def core_patch(index: int, text: str) -> str:
-    """Replace line `index` of tiny/core.py (as the seed fixture writes it)."""
-    lines = CORE.splitlines(keepends=True)
-    start = max(0, index - 3)
-    context = lines[start : index + 4]
-    new = context.copy()
-    new[index - start] = text + "\n"
-    hunk = [f" {line}" if i != index - start else f"-{line}+{new[i]}" for i, line in enumerate(context)]
-    header = f"@@ -{start + 1},{len(context)} +{start + 1},{len(new)} @@\n"
-    return "--- a/tiny/core.py\n+++ b/tiny/core.py\n" + header + "".join(hunk)
-
-
-def start_run(service: ServiceProcess, seed_id: str) -> str:
-    with service.admin as client:
-        return str(client.post("/api/runs", json=config(seed_id)).json()["id"])
-
-
-def test_seed_import_and_reimport(service: ServiceProcess, seed_id: str, tmp_path: Path) -> None:
+def test_seed_import_and_reimport(service: AppService, seed_id: str, tmp_path: Path) -> None:
     with service.anonymous as reader:
         agent = reader.get(f"/api/agents/{seed_id}").json()
     assert agent["kind"] == "seed" and agent["parent_id"] is None
@@ -45,7 +25,7 @@ def test_seed_import_and_reimport(service: ServiceProcess, seed_id: str, tmp_pat
     assert again.status_code == 201 and again.json()["id"] == seed_id
 
 
-def test_invalid_seed_is_refused_and_writes_nothing(service: ServiceProcess, tmp_path: Path) -> None:
+def test_invalid_seed_is_refused_and_writes_nothing(service: AppService, tmp_path: Path) -> None:
     url = service.env["CLADE_DATABASE_URL"]
     no_manifest = tmp_path / "bad"
     (no_manifest / "src").mkdir(parents=True)
@@ -62,7 +42,7 @@ def test_invalid_seed_is_refused_and_writes_nothing(service: ServiceProcess, tmp
     assert row_counts(url) == before
 
 
-def test_child_lifecycle_through_worker_endpoints(service: ServiceProcess, seed_id: str) -> None:
+def test_child_lifecycle_through_worker_endpoints(service: AppService, seed_id: str) -> None:
     url = service.env["CLADE_DATABASE_URL"]
     run_id = start_run(service, seed_id)
     step_id = open_step_in(url, run_id=run_id, parent_id=seed_id)
@@ -103,7 +83,7 @@ def test_child_lifecycle_through_worker_endpoints(service: ServiceProcess, seed_
         assert [a["id"] for a in seeds["items"]] == [seed_id]
 
 
-def test_refused_patches_write_nothing(service: ServiceProcess, seed_id: str) -> None:
+def test_refused_patches_write_nothing(service: AppService, seed_id: str) -> None:
     url = service.env["CLADE_DATABASE_URL"]
     run_id = start_run(service, seed_id)
     step_id = open_step_in(url, run_id=run_id, parent_id=seed_id)
@@ -126,7 +106,7 @@ def test_refused_patches_write_nothing(service: ServiceProcess, seed_id: str) ->
     assert refs == [f"refs/heads/agents/{seed_id}"]
 
 
-def test_step_rejection_is_recorded_with_reason(service: ServiceProcess, seed_id: str) -> None:
+def test_step_rejection_is_recorded_with_reason(service: AppService, seed_id: str) -> None:
     url = service.env["CLADE_DATABASE_URL"]
     run_id = start_run(service, seed_id)
     step_id = open_step_in(url, run_id=run_id, parent_id=seed_id)
@@ -137,7 +117,7 @@ def test_step_rejection_is_recorded_with_reason(service: ServiceProcess, seed_id
         assert late.status_code == 409
 
 
-def test_exports(service: ServiceProcess, seed_id: str, tmp_path: Path) -> None:
+def test_exports(service: AppService, seed_id: str, tmp_path: Path) -> None:
     url = service.env["CLADE_DATABASE_URL"]
     run_id = start_run(service, seed_id)
     step_one = open_step_in(url, run_id=run_id, parent_id=seed_id)
@@ -183,7 +163,7 @@ def test_exports(service: ServiceProcess, seed_id: str, tmp_path: Path) -> None:
             assert tar.getnames() == []
 
 
-def test_evaluation_result_delivered_twice_is_recorded_once(service: ServiceProcess, seed_id: str) -> None:
+def test_evaluation_result_delivered_twice_is_recorded_once(service: AppService, seed_id: str) -> None:
     from sqlalchemy import create_engine
     from sqlalchemy.orm import Session
 

@@ -1,4 +1,4 @@
-"""Runs over HTTP against a live service, on SQLite and on Postgres."""
+"""Runs over HTTP against the service app, on SQLite and on Postgres."""
 
 from __future__ import annotations
 
@@ -6,26 +6,11 @@ from typing import Any
 
 import pytest
 
-from tests.servers import ServiceProcess
-from tests.service.helpers import row_counts
+from tests.servers import AppService
+from tests.service.helpers import config, row_counts
 
 
-def config(seed_id: str, **overrides: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "name": "demo",
-        "seed_agent": seed_id,
-        "stages": [
-            {"tasks": ["clade-mini__textkit-1", "clade-mini__ledger-1"], "threshold": 0.5},
-            {"subset": "all"},
-        ],
-        "budget": {"max_children": 5, "max_usd": 1.5},
-        "parallelism": 2,
-        "rng_seed": 7,
-    }
-    return base | overrides
-
-
-def test_create_show_and_list_runs(service: ServiceProcess, seed_id: str) -> None:
+def test_create_show_and_list_runs(service: AppService, seed_id: str) -> None:
     with service.admin as client:
         created = client.post("/api/runs", json=config(seed_id))
         assert created.status_code == 201, created.text
@@ -69,7 +54,7 @@ def test_create_show_and_list_runs(service: ServiceProcess, seed_id: str) -> Non
     ],
 )
 def test_invalid_config_is_422_with_field_path_and_writes_nothing(
-    service: ServiceProcess, seed_id: str, change: dict[str, Any], path: list[Any]
+    service: AppService, seed_id: str, change: dict[str, Any], path: list[Any]
 ) -> None:
     before = row_counts(service.env["CLADE_DATABASE_URL"])
     with service.admin as client:
@@ -80,14 +65,14 @@ def test_invalid_config_is_422_with_field_path_and_writes_nothing(
     assert row_counts(service.env["CLADE_DATABASE_URL"]) == before
 
 
-def test_unknown_seed_is_422_at_seed_agent(service: ServiceProcess, seed_id: str) -> None:
+def test_unknown_seed_is_422_at_seed_agent(service: AppService, seed_id: str) -> None:
     with service.admin as client:
         response = client.post("/api/runs", json=config("0" * 40))
     assert response.status_code == 422
     assert response.json()["detail"][0]["loc"] == ["body", "seed_agent"]
 
 
-def test_state_changes_and_conflicts(service: ServiceProcess, seed_id: str) -> None:
+def test_state_changes_and_conflicts(service: AppService, seed_id: str) -> None:
     with service.admin as client:
         run_id = client.post("/api/runs", json=config(seed_id)).json()["id"]
         assert client.post(f"/api/runs/{run_id}/resume").status_code == 409
@@ -103,7 +88,7 @@ def test_state_changes_and_conflicts(service: ServiceProcess, seed_id: str) -> N
         assert client.get("/api/runs/nope").status_code == 404
 
 
-def test_writes_need_the_admin_token(service: ServiceProcess, seed_id: str) -> None:
+def test_writes_need_the_admin_token(service: AppService, seed_id: str) -> None:
     with service.anonymous as anonymous:
         assert anonymous.post("/api/runs", json=config(seed_id)).status_code == 401
         assert anonymous.get("/api/runs").status_code == 200

@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 
 from cli.demo import next_steps
-from tests.conftest import write_agent
+from tests.helpers import import_seed, write_agent
 from tests.servers import ServiceProcess, free_port
 
 
@@ -37,9 +37,9 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'clade.db'}"
 
 
-def test_seed_run_and_agent_commands(service: ServiceProcess, tmp_path: Path) -> None:
-    data = service.data_dir
-    url = service.url
+def test_seed_run_and_agent_commands(live_service: ServiceProcess, tmp_path: Path) -> None:
+    data = live_service.data_dir
+    url = live_service.url
     repo = write_agent(tmp_path / "agent-repo")
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     (repo / "uncommitted.txt").write_text("not part of the seed")
@@ -82,7 +82,8 @@ def test_seed_run_and_agent_commands(service: ServiceProcess, tmp_path: Path) ->
     assert f"agent-{seed[:12]}/code/uncommitted.txt" not in names
 
 
-def test_invalid_config_names_the_field(service: ServiceProcess, tmp_path: Path) -> None:
+def test_invalid_config_names_the_field(live_service: ServiceProcess, tmp_path: Path) -> None:
+    service = live_service
     config = tmp_path / "bad.yaml"
     config.write_text(f"seed_agent: {'a' * 40}\nbudget:\n  max_usd: -3\n")
     result = clade(service.url, service.data_dir, "run", "start", str(config))
@@ -108,9 +109,9 @@ def printed_next_steps(service_url: str, run_id: str, best: str, serving: bool) 
     return screen.getvalue().splitlines()
 
 
-def test_demo_ends_with_commands_that_work_as_printed(
-    service: ServiceProcess, seed_id: str, tmp_path: Path
-) -> None:
+def test_demo_ends_with_commands_that_work_as_printed(live_service: ServiceProcess, tmp_path: Path) -> None:
+    service = live_service  # the printed commands reach it over HTTP, from another process
+    seed_id = import_seed(service, tmp_path)
     with service.admin as client:
         created = client.post("/api/runs", json={"seed_agent": seed_id, "budget": {"max_children": 1}})
     assert created.status_code == 201, created.text

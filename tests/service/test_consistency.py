@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 import subprocess
 import threading
@@ -9,31 +10,14 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
-from tests.conftest import tar_of, write_agent
-from tests.servers import ServiceProcess, start_service
-from tests.service.helpers import agent_ids, open_step_in
-from tests.service.test_api_agents import core_patch, start_run
-
-
-def agent_refs(data_dir: Path) -> set[str]:
-    output = subprocess.run(
-        [
-            "git",
-            "--git-dir",
-            str(data_dir / "archive.git"),
-            "for-each-ref",
-            "--format=%(refname:lstrip=3)",
-            "refs/heads/agents",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return set(output.split())
+from tests.helpers import import_seed, tar_of, write_agent
+from tests.servers import ServiceClients, ServiceProcess, app_service, free_port, service_env, start_service
+from tests.service.helpers import agent_ids, agent_refs, core_patch, open_step_in, start_run
 
 
-def assert_consistent(service: ServiceProcess) -> None:
+def assert_consistent(service: ServiceClients) -> None:
     rows = agent_ids(service.env["CLADE_DATABASE_URL"])
     assert agent_refs(service.data_dir) == rows
     with service.admin as client:
@@ -68,30 +52,39 @@ def hammer(service: ServiceProcess, seed_id: str, run_id: str, tmp_path: Path, s
 
 
 def test_kill_during_imports_and_children_leaves_no_half_agent(
-    service: ServiceProcess, seed_id: str, tmp_path: Path
+    live_service: ServiceProcess, tmp_path: Path
 ) -> None:
+    service = live_service
+    seed_id = import_seed(service, tmp_path)
     run_id = start_run(service, seed_id)
     rng = random.Random(1234)
     current = service
-    for round_ in range(6):
-        stop = threading.Event()
-        thread = threading.Thread(
-            target=hammer, args=(current, seed_id, run_id, tmp_path / str(round_), stop)
-        )
-        thread.start()
-        time.sleep(rng.uniform(0.3, 1.5))
-        current.stop(kill=True)  # SIGKILL, wherever it is
-        stop.set()
-        thread.join(timeout=30)
-        current = start_service(current.env)
-        assert_consistent(current)
-    assert len(agent_ids(current.env["CLADE_DATABASE_URL"])) > 2  # work really happened between kills
-    current.stop()
+    try:
+        for round_ in range(6):
+            stop = threading.Event()
+            thread = threading.Thread(
+                target=hammer, args=(current, seed_id, run_id, tmp_path / str(round_), stop)
+            )
+            thread.start()
+            time.sleep(rng.uniform(0.3, 1.5))  # a random moment to kill at, not a wait for anything
+            current.stop(kill=True)  # SIGKILL, wherever it is
+            stop.set()
+            thread.join(timeout=30)
+            assert not thread.is_alive()
+            current = start_service(current.env)
+            assert_consistent(current)
+        assert len(agent_ids(current.env["CLADE_DATABASE_URL"])) > 2  # work really happened between kills
+    finally:
+        current.stop()
 
 
-def test_startup_restores_missing_refs_and_removes_stray_ones(service: ServiceProcess, seed_id: str) -> None:
-    git_dir = str(service.data_dir / "archive.git")
-    service.stop()
+def test_startup_restores_missing_refs_and_removes_stray_ones(
+    tmp_path: Path, database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    env = service_env(tmp_path / "data", database_url, free_port())
+    with app_service(env) as first:
+        seed_id = import_seed(first, tmp_path)
+    git_dir = str(first.data_dir / "archive.git")
     subprocess.run(
         ["git", "--git-dir", git_dir, "update-ref", "-d", f"refs/heads/agents/{seed_id}"], check=True
     )
@@ -110,9 +103,6 @@ def test_startup_restores_missing_refs_and_removes_stray_ones(service: ServicePr
     subprocess.run(
         ["git", "--git-dir", git_dir, "update-ref", f"refs/heads/agents/{stray}", stray], check=True
     )
-    restarted = start_service(service.env)
-    try:
+    with caplog.at_level(logging.WARNING, logger="clade.service"), app_service(env) as restarted:
         assert agent_refs(restarted.data_dir) == {seed_id}
-        assert "1 refs restored, 1 stray refs removed" in restarted.log()
-    finally:
-        restarted.stop()
+    assert "1 refs restored, 1 stray refs removed" in caplog.text

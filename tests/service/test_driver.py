@@ -31,8 +31,8 @@ from service.db.models import Evaluation, Run, RunAgent, StageScore, Step
 from service.driver.loop import MAX_DISPATCHES, RunDriver
 from service.results import record_evaluation
 from service.runs import change_state, create_run
-from tests.conftest import write_agent
-from tests.service.test_git_store import make_patch
+from tests.helpers import write_agent
+from tests.service.helpers import make_patch
 
 T = [f"clade-mini__{name}" for name in ("textkit-1", "spanlib-1", "ledger-1", "calcpy-1")]
 

@@ -9,37 +9,8 @@ import pytest
 
 from contracts.errors import PatchError
 from service.archive.git_store import GitStore
-from tests.conftest import tar_names, write_agent
-
-
-def make_patch(old: str, new: str, path: str = "tiny/core.py") -> str:
-    """A real unified diff, made by git itself."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        a, b = Path(tmp) / "a", Path(tmp) / "b"
-        a.write_text(old)
-        b.write_text(new)
-        result = subprocess.run(
-            [
-                "git",
-                "diff",
-                "--no-index",
-                f"--src-prefix=a/{path}#",
-                f"--dst-prefix=b/{path}#",
-                str(a),
-                str(b),
-            ],
-            capture_output=True,
-            text=True,
-        )
-    lines = result.stdout.splitlines(keepends=True)
-    body = [
-        line
-        for line in lines
-        if line.startswith(("@@", "+", "-", " ")) and not line.startswith(("---", "+++"))
-    ]
-    return f"--- a/{path}\n+++ b/{path}\n" + "".join(body)
+from tests.helpers import tar_names, write_agent
+from tests.service.helpers import make_patch
 
 
 @pytest.fixture

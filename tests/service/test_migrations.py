@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 
 from contracts.records import EvaluationResult
 from service.db.migrate import upgrade
+from tests.servers import fresh_postgres_database
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
 
@@ -37,7 +41,18 @@ def _legacy_rows(connection: sa.Connection) -> None:
         connection.execute(tables.tables["evaluations"].insert(), row)
 
 
-def test_an_unanswered_evaluation_from_before_0002_reads_as_a_typed_result(database_url: str) -> None:
+@pytest.fixture(params=["sqlite", "postgres"])
+def blank_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database with no schema at all, so a test can stop its migrations where it wants."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'clade.db'}"
+    else:
+        with fresh_postgres_database() as url:
+            yield url
+
+
+def test_an_unanswered_evaluation_from_before_0002_reads_as_a_typed_result(blank_database: str) -> None:
+    database_url = blank_database
     upgrade(database_url, "0001")
     engine = sa.create_engine(database_url)
     try:

@@ -8,11 +8,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import tar_of, write_agent
-from tests.servers import free_port, service_env, start_service
-from tests.service.helpers import open_step_in, row_counts
-from tests.service.test_api_agents import core_patch
-from tests.service.test_consistency import agent_refs
+from tests.helpers import tar_of, write_agent
+from tests.servers import AppService, app_service, free_port, service_env
+from tests.service.helpers import agent_refs, core_patch, open_step_in, row_counts
 
 values = st.one_of(
     st.none(),
@@ -61,7 +59,11 @@ def patches(draw: st.DrawFn) -> str:
 
 def test_random_configs_and_patches_keep_the_archive_consistent(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'clade.db'}"
-    service = start_service(service_env(tmp_path / "data", url, free_port()))
+    with app_service(service_env(tmp_path / "data", url, free_port())) as service:
+        check_random_requests(service, url, tmp_path)
+
+
+def check_random_requests(service: AppService, url: str, tmp_path: Path) -> None:
     root = write_agent(tmp_path / "seed", {"tiny/core.py": "".join(f"line {i}\n" for i in range(50))})
     with service.admin as client:
         seed = client.post("/api/seeds", files={"file": ("s.tgz", tar_of(root))}).json()["id"]
@@ -90,7 +92,4 @@ def test_random_configs_and_patches_keep_the_archive_consistent(tmp_path: Path) 
             agents = {a["id"] for a in client.get("/api/agents", params={"limit": 1000}).json()["items"]}
         assert agent_refs(service.data_dir) == agents
 
-    try:
-        check()
-    finally:
-        service.stop()
+    check()

@@ -36,7 +36,7 @@ from sandbox.docker_backend import connect
 from service.db.engine import make_engine, make_session_factory
 from service.db.models import Run
 from service.driver.loop import Outbox, drive
-from tests.conftest import tar_of
+from tests.helpers import tar_of
 from tests.servers import ServiceProcess, free_port, service_env, start_service
 from worker.context import WorkerContext, build_context
 from worker.evaluate import evaluate

@@ -23,7 +23,7 @@ from benchmarks.swebench.harness import TESTBED_BIN
 from contracts.config import LimitsConfig
 from contracts.manifest import MANIFEST_FILE, parse_manifest
 from sandbox.images.runtime import RUNTIME_PYTHON
-from tests.conftest import tar_of
+from tests.helpers import tar_of
 from tests.worker.foreign_images import MARKER, TESTBED_PYTHON, foreign_images, no_libc_image
 from tests.worker.harness import EvaluationStack, evaluation_stack, make_agent
 from worker.agent_runner import AgentOutcome, AgentRun, run_agent

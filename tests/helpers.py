@@ -1,0 +1,43 @@
+"""Small agents and tarballs that many tests build."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+from tests.servers import ServiceClients
+
+AGENT_TOML = 'name = "tiny"\nsolve = "python -m tiny"\n'
+
+
+def write_agent(root: Path, files: dict[str, str] | None = None) -> Path:
+    """A minimal valid agent folder."""
+    root.mkdir(parents=True, exist_ok=True)
+    content = {"agent.toml": AGENT_TOML, "tiny/__init__.py": "", "tiny/__main__.py": "print('hi')\n"}
+    for name, text in (content | (files or {})).items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def tar_of(root: Path) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        tar.add(root, arcname=".")
+    return buffer.getvalue()
+
+
+def tar_names(data: bytes) -> list[str]:
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        return tar.getnames()
+
+
+def import_seed(service: ServiceClients, workdir: Path) -> str:
+    """Import the tiny agent, with a 50-line tiny/core.py, as a seed; its agent id."""
+    root = write_agent(workdir / "seed-src", {"tiny/core.py": "".join(f"line {i}\n" for i in range(50))})
+    with service.admin as client:
+        response = client.post("/api/seeds", files={"file": ("a.tgz", tar_of(root))}, data={"name": "tiny"})
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
