@@ -10,14 +10,13 @@ from contracts.jobs import EvaluateJob
 from contracts.records import Durations, EvaluationResult, EvaluationSubmission
 from worker.agent_runner import AgentRun, run_agent
 from worker.context import WorkerContext
-from worker.llm import Budget
 from worker.manifests import manifest_from_tar
 from worker.usage import usage_records
 
 
 def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
     started = time.monotonic()
-    benchmark = ctx.catalog.get(job.benchmark.name, job.benchmark.options)
+    benchmark = ctx.catalog.get(job.benchmark)
     task = find_task(benchmark, job.task_id)
     code = ctx.client.agent_code(job.agent_id)
     try:
@@ -38,12 +37,7 @@ def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
             purpose="solve",
             timeout_s=job.limits.solve_timeout_s,
             limits=job.limits,
-            budget=Budget(
-                evaluation_usd=job.per_evaluation_usd,
-                evaluation_tokens=job.per_evaluation_tokens,
-                run_remaining_usd=job.run_remaining_usd,
-                run_remaining_tokens=job.run_remaining_tokens,
-            ),
+            budget=job.budget,
             image=ctx.images.for_task(task, manifest.requirements),
             labels={"dev.clade.run": job.run_id, "dev.clade.evaluation": job.evaluation_id},
         ),

@@ -66,7 +66,18 @@ class Polyglot:
     def __init__(self, *, probe: ToolchainProbe | None = None, **options: Any) -> None:
         if probe is not None and not callable(probe):
             raise PolyglotOptionsError("probe", "must be a function (a Python hook, not a run option)")
-        self.options: PolyglotOptions = parse_options(options)
+        self._load(parse_options(options), probe)
+
+    @classmethod
+    def from_options(cls, options: PolyglotOptions, *, probe: ToolchainProbe | None = None) -> Polyglot:
+        """The benchmark from options already validated (a run configuration's)."""
+        benchmark = cls.__new__(cls)
+        benchmark._load(options, probe)
+        return benchmark
+
+    def _load(self, options: PolyglotOptions, probe: ToolchainProbe | None) -> None:
+        self.options = options
+        self.root = options.root or FIXTURES_DIR
         exercises = self._select()
         check_toolchains(
             dict.fromkeys(exercise.language for exercise in exercises),
@@ -123,7 +134,7 @@ class Polyglot:
             )
 
     def _select(self) -> list[Exercise]:
-        root = self.options.root
+        root = self.root
         if self.options.languages is not None:
             languages = list(self.options.languages)
             for index, language in enumerate(languages):

@@ -11,12 +11,13 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from contracts.config import RunConfig
-from contracts.jobs import BenchmarkRef, EvaluateJob, ImproveJob, Job
+from contracts.jobs import EvaluateJob, ImproveJob
 from service.db.models import Evaluation, Run, RunAgent, Step
 from service.driver import budget
-from service.driver.dispatch import Dispatcher, evaluate_time_limit, improve_time_limit
+from service.driver.dispatch import Dispatcher
+from service.driver.failures import failure_to_diagnose
 from service.driver.parents import choose_parent
+from service.driver.plan import RunPlan, stored_plan
 from service.driver.stages import advance
 from service.runs import IN_FLIGHT_STEP, wind_down
 from service.steps import open_step
@@ -74,27 +75,27 @@ class RunDriver:
 
 def drive(session: Session, run: Run, outbox: Outbox) -> None:
     """One step of a run's life, decided from what the database holds now."""
-    config = RunConfig.model_validate(run.config)
+    plan = stored_plan(run)
     used = budget.spent(session, run)
-    stop = budget.hard_stop(config.budget, used)
+    stop = budget.hard_stop(plan.budget, used)
     if stop is not None:
         log.info("run %s stops: %s", run.id, stop)
         wind_down(session, run=run, status="completed", reason=stop)
         return
-    common = _job_fields(run, config, used)
-    bench = BenchmarkRef(name=config.benchmark.name, options=config.benchmark.options)
     now = datetime.now(UTC)
 
     def send_evaluation(evaluation: Evaluation) -> None:
         if _count_dispatch(evaluation, now):
             outbox.evaluate.append(
                 EvaluateJob(
-                    **common,
+                    run_id=run.id,
+                    limits=plan.limits,
+                    budget=budget.job_budget(plan.budget, used, evaluation=True),
                     evaluation_id=evaluation.id,
                     agent_id=evaluation.agent_id,
                     task_id=evaluation.task_id,
-                    solve_model=config.models.solve,
-                    benchmark=bench,
+                    solve_model=plan.models.solve,
+                    benchmark=plan.benchmark,
                 )
             )
         else:
@@ -103,17 +104,20 @@ def drive(session: Session, run: Run, outbox: Outbox) -> None:
 
     def send_step(step: Step) -> None:
         if _count_dispatch(step, now):
-            improver = config.improver.agent if config.improver.mode == "fixed" else step.parent_id
-            assert improver is not None
             outbox.improve.append(
                 ImproveJob(
-                    **common,
+                    run_id=run.id,
+                    limits=plan.limits,
+                    budget=budget.job_budget(plan.budget, used, evaluation=False),
                     step_id=step.id,
                     parent_id=step.parent_id,
-                    improver_id=improver,
-                    diagnose_model=config.models.diagnose,
-                    improve_model=config.models.improve,
-                    benchmark=bench,
+                    improver_id=plan.improver_for(step.parent_id),
+                    diagnose_model=plan.models.diagnose,
+                    improve_model=plan.models.improve,
+                    benchmark=plan.benchmark,
+                    failure=failure_to_diagnose(
+                        session, run_id=run.id, parent_id=step.parent_id, step_id=step.id
+                    ),
                 )
             )
         else:
@@ -122,11 +126,11 @@ def drive(session: Session, run: Run, outbox: Outbox) -> None:
     for member in session.scalars(
         select(RunAgent).where(RunAgent.run_id == run.id, RunAgent.status == "evaluating")
     ).all():
-        advance(session, run, config, member, send_evaluation)
-    _resend_stale(session, run, config, now, send_evaluation, send_step)
+        advance(session, run, plan, member, send_evaluation)
+    _resend_stale(session, run, plan, now, send_evaluation, send_step)
 
     in_flight = _steps_in_flight(session, run)
-    if budget.children_exhausted(config.budget, used):
+    if budget.children_exhausted(plan.budget, used):
         evaluating = session.scalar(
             select(func.count())
             .select_from(RunAgent)
@@ -135,15 +139,15 @@ def drive(session: Session, run: Run, outbox: Outbox) -> None:
         if in_flight == 0 and not evaluating:
             reason = (
                 "evaluation finished (an evaluation-only run)"
-                if config.budget.max_children == 0
-                else f"budget: max_children reached ({config.budget.max_children})"
+                if plan.budget.max_children == 0
+                else f"budget: max_children reached ({plan.budget.max_children})"
             )
             wind_down(session, run=run, status="completed", reason=reason)
         return
     opened = 0
-    while in_flight < config.parallelism and used.steps + opened < config.budget.max_children:
+    while in_flight < plan.parallelism and used.steps + opened < plan.budget.max_children:
         number = used.steps + opened + 1
-        parent = choose_parent(session, run, config, number)
+        parent = choose_parent(session, run, plan, number)
         if parent is None:
             break  # the seed is still being scored
         step = open_step(session, run_id=run.id, parent_id=parent)
@@ -151,18 +155,6 @@ def drive(session: Session, run: Run, outbox: Outbox) -> None:
         send_step(step)
         opened += 1
         in_flight += 1
-
-
-def _job_fields(run: Run, config: RunConfig, used: budget.Spent) -> dict[str, object]:
-    usd, tokens = budget.remaining(config.budget, used)
-    return Job(
-        run_id=run.id,
-        limits=config.limits,
-        run_remaining_usd=usd,
-        run_remaining_tokens=tokens,
-        per_evaluation_usd=config.budget.per_evaluation_usd,
-        per_evaluation_tokens=config.budget.per_evaluation_tokens,
-    ).model_dump(exclude={"schema_version"})
 
 
 def _count_dispatch(item: Step | Evaluation, now: datetime) -> bool:
@@ -175,14 +167,14 @@ def _count_dispatch(item: Step | Evaluation, now: datetime) -> bool:
 def _resend_stale(
     session: Session,
     run: Run,
-    config: RunConfig,
+    plan: RunPlan,
     now: datetime,
     send_evaluation: Callable[[Evaluation], None],
     send_step: Callable[[Step], None],
 ) -> None:
     """Jobs lost with a broker or worker are sent again; ids make a second delivery harmless."""
-    stale_eval = now - timedelta(seconds=evaluate_time_limit(config.limits) + REDISPATCH_MARGIN_S)
-    stale_step = now - timedelta(seconds=improve_time_limit(config.limits) + REDISPATCH_MARGIN_S)
+    stale_eval = now - timedelta(seconds=plan.time_limits.evaluate_s + REDISPATCH_MARGIN_S)
+    stale_step = now - timedelta(seconds=plan.time_limits.improve_s + REDISPATCH_MARGIN_S)
     for evaluation in session.scalars(
         select(Evaluation).where(
             Evaluation.run_id == run.id,

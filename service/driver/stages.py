@@ -14,18 +14,18 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from contracts.config import RunConfig
 from service.db.models import Evaluation, Event, Run, RunAgent, StageScore, Step
+from service.driver.plan import RunPlan
 from service.runs import new_id
 
 EvaluationSender = Callable[[Evaluation], None]
 
 
-def advance(session: Session, run: Run, config: RunConfig, member: RunAgent, send: EvaluationSender) -> None:
+def advance(session: Session, run: Run, plan: RunPlan, member: RunAgent, send: EvaluationSender) -> None:
     """Move an evaluating agent forward as far as its finished evaluations allow."""
     while True:
         stage = member.stage_reached
-        tasks = run.stage_tasks[stage]
+        tasks = plan.stages[stage].task_ids
         existing = {
             e.task_id: e
             for e in session.scalars(
@@ -48,7 +48,7 @@ def advance(session: Session, run: Run, config: RunConfig, member: RunAgent, sen
         if missing or any(existing[task].status != "done" for task in tasks):
             return
         resolved = sum(1 for task in tasks if existing[task].resolved)
-        threshold = config.stages[stage].threshold
+        threshold = plan.stages[stage].threshold
         passed = resolved / len(tasks) >= threshold
         session.merge(
             StageScore(
@@ -61,7 +61,7 @@ def advance(session: Session, run: Run, config: RunConfig, member: RunAgent, sen
                 passed=passed,
             )
         )
-        if passed and stage + 1 < len(run.stage_tasks):
+        if passed and stage + 1 < len(plan.stages):
             member.stage_reached = stage + 1
             continue
         failed_first = None
