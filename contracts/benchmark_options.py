@@ -147,7 +147,9 @@ def validate_benchmark(value: Any, handler: ValidatorFunctionWrapHandler) -> Any
             message = error["msg"]
             tag = str(loc[0]) if loc and loc[0] in BENCHMARK_CONFIGS else None
             if error["type"] == "union_tag_invalid":
-                loc, message = ("name",), f"unknown benchmark; known: {', '.join(BENCHMARK_CONFIGS)}"
+                given = (error.get("ctx") or {}).get("tag")
+                loc = ("name",)
+                message = f"unknown benchmark {given!r}; known: {', '.join(BENCHMARK_CONFIGS)}"
             elif tag is not None:
                 loc = loc[1:]
             if (
@@ -172,7 +174,12 @@ def _known(name: str) -> str:
     return ", ".join(model.model_fields) or "none"
 
 
-class _Holder(BaseModel):
+class BenchmarkChoice(BaseModel):
+    """A benchmark and its options on their own (as a request body), validated as in a run
+    configuration."""
+
+    model_config = ConfigDict(extra="forbid")
+
     benchmark: BenchmarkConfig
 
     _check = field_validator("benchmark", mode="wrap")(validate_benchmark)
@@ -197,7 +204,9 @@ def benchmark_config(
     Raises BenchmarkOptionError naming every wrong option.
     """
     try:
-        return _Holder.model_validate({"benchmark": {"name": name, "options": dict(options or {})}}).benchmark
+        return BenchmarkChoice.model_validate(
+            {"benchmark": {"name": name, "options": dict(options or {})}}
+        ).benchmark
     except ValidationError as exc:
         problems: list[tuple[str, str]] = []
         for error in sorted(exc.errors(), key=lambda error: error["type"] != "extra_forbidden"):
@@ -211,6 +220,7 @@ def benchmark_config(
 __all__ = [
     "BENCHMARK_CONFIGS",
     "LANGUAGES",
+    "BenchmarkChoice",
     "BenchmarkConfig",
     "BenchmarkOptionError",
     "CladeMiniConfig",

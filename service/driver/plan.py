@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from benchmarks.base import BenchmarkError, OptionError
+from benchmarks.base import Benchmark, BenchmarkError, OptionError
 from benchmarks.catalog import BenchmarkCatalog
 from contracts.benchmark_options import BenchmarkConfig
 from contracts.config import (
@@ -129,13 +129,18 @@ def _strategy(config: RunConfig) -> SelectionStrategy:
         raise ConfigFieldError(path, error["msg"]) from exc
 
 
-def _stages(config: RunConfig, catalog: BenchmarkCatalog) -> tuple[StagePlan, ...]:
+def load_benchmark(catalog: BenchmarkCatalog, config: BenchmarkConfig) -> Benchmark:
+    """The benchmark, or ConfigFieldError at the option it cannot load with."""
     try:
-        benchmark = catalog.get(config.benchmark)
+        return catalog.get(config)
     except OptionError as exc:
         raise ConfigFieldError(f"benchmark.options.{exc.field}", str(exc)) from exc
     except (BenchmarkError, OSError) as exc:
-        raise ConfigFieldError("benchmark.options", f"{config.benchmark.name} cannot load: {exc}") from exc
+        raise ConfigFieldError("benchmark.options", f"{config.name} cannot load: {exc}") from exc
+
+
+def _stages(config: RunConfig, catalog: BenchmarkCatalog) -> tuple[StagePlan, ...]:
+    benchmark = load_benchmark(catalog, config.benchmark)
     all_ids = [task.instance_id for task in benchmark.tasks()]
     known = set(all_ids)
     subsets = benchmark.subsets()
