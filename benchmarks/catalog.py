@@ -5,11 +5,14 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from pydantic import ValidationError
-
 from benchmarks.base import Benchmark, BenchmarkError
 from benchmarks.registry import build_benchmark, known_benchmarks
-from contracts.benchmark_options import BENCHMARK_CONFIGS, BenchmarkConfig
+from contracts.benchmark_options import (
+    BENCHMARK_CONFIGS,
+    BenchmarkConfig,
+    BenchmarkOptionError,
+    benchmark_config,
+)
 
 
 class BenchmarkCatalog:
@@ -30,15 +33,13 @@ class BenchmarkCatalog:
         """Every benchmark with its default options: task count and subsets (or why it cannot load)."""
         described: list[dict[str, Any]] = []
         for name in known_benchmarks():
-            model = BENCHMARK_CONFIGS.get(name)
-            if model is None:
+            if name not in BENCHMARK_CONFIGS:
                 continue  # registered from Python only; a run configuration cannot name it
             try:
-                benchmark = self.get(model.model_validate({"name": name}))
-            except ValidationError as exc:
-                needed = ", ".join(".".join(map(str, error["loc"][1:])) for error in exc.errors())
+                benchmark = self.get(benchmark_config(name))
+            except BenchmarkOptionError as exc:
                 described.append(
-                    {"name": name, "tasks": None, "subsets": {}, "note": f"needs options: {needed}"}
+                    {"name": name, "tasks": None, "subsets": {}, "note": f"needs options: {exc}"}
                 )
                 continue
             except (BenchmarkError, ValueError) as exc:
