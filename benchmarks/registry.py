@@ -58,4 +58,4 @@ def build_benchmark(config: CladeMiniConfig | SWEbenchConfig | PolyglotConfig) -
         case PolyglotConfig():
             from benchmarks.polyglot import Polyglot
 
-            return Polyglot.from_options(config.options)
+            return Polyglot(config.options)
