@@ -25,10 +25,10 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from contracts.config import RunConfig
 from contracts.records import EvaluationSubmission
 from service.db.engine import make_engine, make_session_factory
 from service.db.models import Evaluation, Run, RunAgent
+from service.driver.plan import stored_plan
 from service.driver.stages import advance
 from service.steps import open_step
 from tests.servers import ServiceProcess, free_port, service_env, start_service
@@ -189,7 +189,7 @@ class Recorded:
                 if member.status != "evaluating":
                     return
                 created: list[Evaluation] = []
-                advance(session, run, RunConfig.model_validate(run.config), member, created.append)
+                advance(session, run, stored_plan(run), member, created.append)
                 session.commit()
                 pending = [(e.id, e.task_id) for e in created]
             if not pending:
