@@ -27,6 +27,15 @@ class UnknownBenchmark(BenchmarkError, LookupError):
     """No benchmark is registered under that name."""
 
 
+class OptionError(BenchmarkError, ValueError):
+    """A benchmark option is wrong, found when the benchmark loads (a missing folder, an
+    instance the dataset lacks); `field` is its path within the options (`instance_ids`)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 class UnknownTask(BenchmarkError, LookupError):
     """The benchmark has no task with that instance id."""
 

@@ -7,6 +7,13 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmarks.base import Benchmark, UnknownBenchmark
+from contracts.benchmark_options import (
+    AnyBenchmarkConfig,
+    CladeMiniConfig,
+    FolderConfig,
+    PolyglotConfig,
+    SWEbenchConfig,
+)
 
 BenchmarkFactory = Callable[..., Benchmark]
 
@@ -39,3 +46,27 @@ def get_benchmark(name: str, **options: Any) -> Benchmark:
         module_name, _, attribute = _BUILTIN[name].partition(":")
         factory = getattr(importlib.import_module(module_name), attribute)
     return factory(**options)
+
+
+def build_benchmark(config: AnyBenchmarkConfig) -> Benchmark:
+    """The benchmark of a run configuration, its options already validated (typed)."""
+    factory = _registered.get(config.name)
+    if factory is not None:  # a replacement registered under a built-in name
+        return factory(**config.options.model_dump(exclude_unset=True))
+    match config:
+        case CladeMiniConfig():
+            from benchmarks.clade_mini import CladeMini
+
+            return CladeMini()
+        case SWEbenchConfig():
+            from benchmarks.swebench import SWEbench
+
+            return SWEbench(config.options)
+        case PolyglotConfig():
+            from benchmarks.polyglot import Polyglot
+
+            return Polyglot(config.options)
+        case FolderConfig():
+            from benchmarks.folder import FolderBenchmark
+
+            return FolderBenchmark(path=config.options.path)

@@ -1,10 +1,15 @@
-"""`clade bench ...`: list benchmarks, check a benchmark's tasks, score one agent outside a run."""
+"""`clade bench ...`: list benchmarks, check a benchmark's tasks, score one agent outside a run.
+
+Every command that names a benchmark takes its options (`--option KEY=VALUE`,
+`--options FILE.yaml`, see cli/options.py). With `--json`, stdout holds exactly one
+JSON document; progress and summaries go to stderr.
+"""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -13,20 +18,41 @@ from rich.table import Table
 from cli.bench_prepare import prepare
 from cli.client import CliError
 from cli.context import CliContext
-from cli.output import fmt_score, fmt_usd, reported_errors
+from cli.options import OptionPairs, OptionsFile, benchmark_from_cli
+from cli.output import err_console, fmt_score, fmt_usd, reported_errors
+
+if TYPE_CHECKING:
+    from benchmarks.check import TaskCheck
 
 app = typer.Typer(no_args_is_help=True)
 app.command("prepare")(prepare)
 
 
 def _progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    # On stderr: stdout is for the result (one JSON document with --json).
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+    )
 
 
 @app.command("list")
-def list_benchmarks(ctx: typer.Context) -> None:
-    """Benchmarks the service knows, with their tasks and named subsets."""
+def list_benchmarks(
+    ctx: typer.Context,
+    name: Annotated[str | None, typer.Argument(help="One benchmark: list its tasks")] = None,
+    option: OptionPairs = None,
+    options: OptionsFile = None,
+) -> None:
+    """Benchmarks the service knows, with their tasks and named subsets; or one benchmark's tasks."""
     cli: CliContext = ctx.obj
+    if name is not None:
+        _list_tasks(cli, name, option, options)
+        return
+    if option or options:
+        raise typer.BadParameter("options need a benchmark NAME", param_hint="--option/--options")
     with reported_errors():
         benchmarks = cli.client().get("/api/benchmarks")
     if cli.as_json:
@@ -39,10 +65,29 @@ def list_benchmarks(ctx: typer.Context) -> None:
     cli.console.print(table)
 
 
+def _list_tasks(cli: CliContext, name: str, pairs: list[str] | None, path: Path | None) -> None:
+    benchmark = benchmark_from_cli(name, pairs, path)
+    with reported_errors():
+        described = cli.client().post(
+            "/api/benchmarks/tasks", json={"benchmark": benchmark.model_dump(mode="json", exclude_unset=True)}
+        )
+    if cli.as_json:
+        cli.emit_json(described)
+        return
+    subsets = Table("subset", "tasks", title=f"{name}: {len(described['tasks'])} tasks")
+    for subset, ids in described["subsets"].items():
+        subsets.add_row(subset, str(len(ids)))
+    cli.console.print(subsets)
+    for task_id in described["tasks"]:
+        cli.console.print(task_id, highlight=False, markup=False)
+
+
 @app.command("check")
 def check(
     ctx: typer.Context,
     name: str,
+    option: OptionPairs = None,
+    options: OptionsFile = None,
     workers: Annotated[int, typer.Option(min=1, help="Tasks graded in parallel")] = 2,
     timeout: Annotated[float, typer.Option(help="Seconds for each task's tests")] = 300,
 ) -> None:
@@ -50,33 +95,42 @@ def check(
 
     NAME is a registered benchmark, or the path of a benchmark folder (docs/own-benchmark.md).
     """
-    from benchmarks.base import BenchmarkError
+    from benchmarks.base import BenchmarkError, OptionError
     from benchmarks.check import check_benchmark
-    from benchmarks.registry import get_benchmark, known_benchmarks
+    from benchmarks.registry import build_benchmark
     from contracts.settings import get_settings
+    from sandbox.base import SandboxError
     from sandbox.docker_backend import connect
     from sandbox.images.build import ensure_base_image
     from sandbox.registry import get_backend
 
     cli: CliContext = ctx.obj
+    config = benchmark_from_cli(name, option, options)
     settings = get_settings()
-    folder = Path(name).expanduser()
     with reported_errors():
         try:
-            if name not in known_benchmarks() and folder.is_dir():
-                benchmark = get_benchmark("folder", path=str(folder))
-            else:
-                benchmark = get_benchmark(name)
+            benchmark = build_benchmark(config)
+        except OptionError as exc:
+            raise CliError(f"{name} option {exc.field}: {exc}") from exc
         except BenchmarkError as exc:
-            raise CliError(str(exc)) from exc
-    image = ensure_base_image(connect(), settings.image_cache_dir)
-    backend = get_backend(settings.sandbox_backend, owner="bench-check")
-    total = len(benchmark.tasks())
-    with _progress() as bar:
-        job = bar.add_task(f"checking {name}", total=total)
-        results = check_benchmark(
-            benchmark, backend, image, timeout, progress=lambda *_: bar.advance(job), workers=workers
-        )
+            raise CliError(f"{name} cannot load: {exc}") from exc
+        try:
+            image = ensure_base_image(connect(), settings.image_cache_dir)
+            backend = get_backend(settings.sandbox_backend, owner="bench-check")
+            total = len(benchmark.tasks())
+            with _progress() as bar:
+                job = bar.add_task(f"checking {name}", total=total)
+                results = check_benchmark(
+                    benchmark, backend, image, timeout, progress=lambda *_: bar.advance(job), workers=workers
+                )
+        except SandboxError as exc:
+            raise CliError(f"cannot run sandboxes: {exc}") from exc
+    report_check(cli, name, results)
+
+
+def report_check(cli: CliContext, name: str, results: list[TaskCheck]) -> None:
+    """The check's results on stdout (a table, or one JSON document); the verdict on stderr
+    with --json; exit code 1 if any task failed."""
     bad = [r for r in results if not r.ok]
     if cli.as_json:
         cli.emit_json([r.model_dump(mode="json", exclude={"gold", "empty"}) for r in results])
@@ -88,10 +142,11 @@ def check(
             note = "; ".join(r.problems + r.warnings)
             table.add_row(r.instance_id, _mark(r.gold_resolves), _mark(not r.empty_resolves), note[:80])
         cli.console.print(table)
+    summary = err_console if cli.as_json else cli.console
     if bad:
-        cli.console.print(f"[red]{len(bad)} of {len(results)} tasks failed the check[/red]")
+        summary.print(f"[red]{len(bad)} of {len(results)} tasks failed the check[/red]")
         raise typer.Exit(1)
-    cli.console.print(f"[green]all {len(results)} tasks: gold resolves, empty does not[/green]")
+    summary.print(f"[green]all {len(results)} tasks: gold resolves, empty does not[/green]")
 
 
 def _mark(ok: bool) -> str:
@@ -103,15 +158,18 @@ def run(
     ctx: typer.Context,
     name: str,
     agent: Annotated[str, typer.Option(help="Agent id to score")],
+    option: OptionPairs = None,
+    options: OptionsFile = None,
     subset: Annotated[str | None, typer.Option(help="Named subset [default: all tasks]")] = None,
     model: Annotated[str, typer.Option(help="Model the agent solves with")] = "scripted",
 ) -> None:
     """Score one agent on a benchmark outside any evolution (an evaluation-only run)."""
     cli: CliContext = ctx.obj
+    benchmark = benchmark_from_cli(name, option, options)
     config: dict[str, Any] = {
         "name": f"bench {name} {agent[:12]}",
         "seed_agent": agent,
-        "benchmark": {"name": name},
+        "benchmark": benchmark.model_dump(mode="json", exclude_unset=True),
         "stages": [{"subset": subset}] if subset else [{}],
         "models": {"solve": model, "improve": model, "diagnose": model},
         "budget": {"max_children": 0},

@@ -2,51 +2,35 @@
 
 from __future__ import annotations
 
-import json
-from typing import Annotated, Any
-
 import typer
 from rich.table import Table
 
 from cli.client import CliError
 from cli.context import CliContext
+from cli.options import OptionPairs, OptionsFile, benchmark_from_cli
 from cli.output import err_console, reported_errors
-
-
-def parse_options(pairs: list[str]) -> dict[str, Any]:
-    """`KEY=VALUE` pairs; a value that reads as JSON (numbers, lists, true) is taken as such."""
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise CliError(f"--option {pair!r}: expected KEY=VALUE")
-        try:
-            options[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key.strip()] = value
-    return options
 
 
 def prepare(
     ctx: typer.Context,
     name: str,
-    option: Annotated[
-        list[str] | None, typer.Option("--option", "-o", help="A benchmark option, KEY=VALUE (repeatable)")
-    ] = None,
+    option: OptionPairs = None,
+    options: OptionsFile = None,
 ) -> None:
     """Build or pull every image a run on NAME needs (base image, agent runtime, task images)."""
     from benchmarks.base import BenchmarkError
     from benchmarks.prepare import prepare_images
-    from benchmarks.registry import get_benchmark
+    from benchmarks.registry import build_benchmark
     from contracts.settings import get_settings
     from sandbox.base import SandboxError
     from sandbox.docker_backend import connect
 
     cli: CliContext = ctx.obj
+    config = benchmark_from_cli(name, option, options)
     settings = get_settings()
     with reported_errors():
         try:
-            benchmark = get_benchmark(name, **parse_options(option or []))
+            benchmark = build_benchmark(config)
             prepared = prepare_images(
                 benchmark,
                 client=connect(),

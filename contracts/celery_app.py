@@ -17,7 +17,7 @@ QUEUE = "clade"
 
 def make_celery(settings: Settings) -> Celery:
     app = Celery("clade")
-    # The service refuses runs whose hard time limits are not below this (check_time_limits).
+    # The service refuses runs whose hard time limits are not below this (service/driver/plan.py).
     options: dict[str, object] = {"visibility_timeout": settings.broker_visibility_timeout_s}
     if settings.broker_url is None:
         folder = settings.broker_folder

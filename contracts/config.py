@@ -7,14 +7,17 @@ field path (e.g. `budget.max_usd`), which the API returns as a 422.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from contracts.benchmark_options import BenchmarkConfig, CladeMiniConfig, validate_benchmark
 
 
 class ConfigFieldError(ValueError):
-    """A run configuration names a benchmark, task or subset that does not exist; `field` is its path."""
+    """A run configuration is well-formed but cannot run (a task or subset that does not exist,
+    limits the broker cannot honour, ...); `field` is the path of the value at fault."""
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
@@ -24,11 +27,6 @@ class ConfigFieldError(ValueError):
 class StrictModel(BaseModel):
     # A stored configuration has every default filled in, so its output schema marks them required.
     model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
-
-
-class BenchmarkConfig(StrictModel):
-    name: str = Field(default="clade-mini", min_length=1)
-    options: dict[str, Any] = Field(default_factory=dict)
 
 
 class StageConfig(StrictModel):
@@ -110,7 +108,8 @@ class RunConfig(StrictModel):
     version: Literal[1] = 1
     name: str = Field(default="run", min_length=1, max_length=200)
     seed_agent: str = Field(pattern=r"^[0-9a-f]{40}$")
-    benchmark: BenchmarkConfig = Field(default_factory=BenchmarkConfig)
+    # One options model per benchmark, chosen by `benchmark.name` (see benchmark_options.py).
+    benchmark: BenchmarkConfig = Field(default_factory=CladeMiniConfig)
     stages: list[StageConfig] = Field(default_factory=lambda: [StageConfig()], min_length=1)
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
     improver: ImproverConfig = Field(default_factory=ImproverConfig)
@@ -119,6 +118,8 @@ class RunConfig(StrictModel):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     parallelism: int = Field(default=2, ge=1, le=1024)
     rng_seed: int = 0
+
+    _benchmark_paths = field_validator("benchmark", mode="wrap")(validate_benchmark)
 
 
 def load_run_config(path: Path) -> RunConfig:

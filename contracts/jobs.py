@@ -1,46 +1,73 @@
-"""The messages the run driver sends to workers through Celery (JSON, versioned)."""
+"""The messages the run driver sends to workers through Celery (JSON, versioned).
+
+A job carries every fact the driver has that the worker needs, so that a worker
+reads nothing from the service but agents' code.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contracts.benchmark_options import BenchmarkConfig
 from contracts.config import LimitsConfig
 
 IMPROVE_TASK = "clade.improve"
 EVALUATE_TASK = "clade.evaluate"
 
 
+class Budget(BaseModel):
+    """What one job's LLM calls may spend; `None` means no limit of that kind.
+
+    The run figures are what the run had left when the job was sent; the gateway
+    refuses calls beyond any of them.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    evaluation_usd: float | None = Field(default=None, ge=0)
+    evaluation_tokens: int | None = Field(default=None, ge=0)
+    run_remaining_usd: float | None = Field(default=None, ge=0)
+    run_remaining_tokens: int | None = Field(default=None, ge=0)
+
+
 class Job(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2
     run_id: str
     limits: LimitsConfig
-    # What the run may still spend when the job is sent; the gateway refuses calls beyond it.
-    run_remaining_usd: float | None = None
-    run_remaining_tokens: int | None = None
-    per_evaluation_usd: float | None = None
-    per_evaluation_tokens: int | None = None
+    budget: Budget
 
 
-class BenchmarkRef(BaseModel):
+class FailedEvaluation(BaseModel):
+    """The unresolved evaluation of the parent the driver chose to diagnose, in excerpts
+    small enough for a prompt (the diff's start, the trajectory's and the log's end)."""
+
     model_config = ConfigDict(extra="forbid")
 
-    name: str
-    options: dict[str, Any] = Field(default_factory=dict)
+    evaluation_id: str
+    task_id: str
+    grade_reason: str = ""
+    agent_failure: str | None = None  # why the agent's own run failed, if it did
+    failing_tests: list[str] = Field(default_factory=list)  # FAIL_TO_PASS tests that did not pass
+    broken_tests: list[str] = Field(default_factory=list)  # PASS_TO_PASS tests that broke
+    diff: str = ""
+    trajectory_tail: str = ""  # the last messages of the agent's trajectory, one JSON per line
+    agent_log_tail: str = ""
 
 
 class ImproveJob(Job):
-    """Make one child: diagnose `parent_id`, let the improver edit a copy of its code."""
+    """Make one child: diagnose `parent_id` on `failure`, let the improver edit a copy of its code."""
 
     step_id: str
     parent_id: str
     improver_id: str  # the parent itself in mode `self`, the fixed agent in mode `fixed`
     diagnose_model: str
     improve_model: str
-    benchmark: BenchmarkRef
+    benchmark: BenchmarkConfig  # for the failed task's statement
+    failure: FailedEvaluation | None  # None: the parent resolved every task it was evaluated on
 
 
 class EvaluateJob(Job):
@@ -50,4 +77,4 @@ class EvaluateJob(Job):
     agent_id: str
     task_id: str
     solve_model: str
-    benchmark: BenchmarkRef
+    benchmark: BenchmarkConfig

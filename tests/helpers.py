@@ -41,3 +41,7 @@ def import_seed(service: ServiceClients, workdir: Path) -> str:
         response = client.post("/api/seeds", files={"file": ("a.tgz", tar_of(root))}, data={"name": "tiny"})
     assert response.status_code == 201, response.text
     return str(response.json()["id"])
+
+
+# An image registry nobody listens on (loopback, port 9): a pull from it fails at once, offline.
+CLOSED_REGISTRY = "127.0.0.1:9"

@@ -1,20 +1,17 @@
-"""Diagnosis: pick one failure of the parent and ask the diagnosis model for one improvement."""
+"""Diagnosis: ask the diagnosis model for one improvement from the failure the job carries."""
 
 from __future__ import annotations
 
 import io
-import json
-import random
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
-from typing import Any
 
-from benchmarks.base import Benchmark, find_task
-from contracts.jobs import ImproveJob
+from benchmarks.base import find_task
+from contracts.jobs import FailedEvaluation, ImproveJob
 from worker.context import WorkerContext
-from worker.llm import Budget, LLMCall
+from worker.llm import LLMCall
 from worker.llm.metering import MeteredChat
 
 PROMPTS = Path(__file__).parent / "prompts"
@@ -36,25 +33,26 @@ def prompt(name: str) -> Template:
     return Template((PROMPTS / name).read_text())
 
 
-def diagnose(ctx: WorkerContext, job: ImproveJob, benchmark: Benchmark, parent_code: bytes) -> Diagnosis:
-    failure = pick_failure(ctx, job)
+def diagnose(ctx: WorkerContext, job: ImproveJob, parent_code: bytes) -> Diagnosis:
+    failure = job.failure
     if failure is None:
         return Diagnosis(text=NO_FAILURE, task_id=None, calls=[])
-    result = failure.get("result") or {}
-    task = find_task(benchmark, failure["task_id"])
+    # The statement comes from the benchmark, loaded only when there is a failure to explain.
+    task = find_task(ctx.catalog.get(job.benchmark), failure.task_id)
     user = prompt("diagnose_user.md").substitute(
         task_id=task.instance_id,
         statement=task.problem_statement[:MAX_SECTION],
-        verdict=_verdict(result),
-        diff=(result.get("diff") or "(empty: the agent changed nothing)")[:MAX_SECTION],
-        trajectory=_trajectory_tail(result.get("trajectory")),
+        verdict=_verdict(failure),
+        diff=failure.diff or "(empty: the agent changed nothing)",
+        trajectory=failure.trajectory_tail or "(no trajectory was recorded)",
+        log=failure.agent_log_tail or "(empty)",
         files=_file_list(parent_code),
     )
     chat = MeteredChat(
         ctx.upstream,
         ctx.prices,
         purpose="diagnose",
-        budget=Budget(run_remaining_usd=job.run_remaining_usd, run_remaining_tokens=job.run_remaining_tokens),
+        budget=job.budget,
         pinned_model=job.diagnose_model,
         secrets=ctx.secrets,
     )
@@ -82,39 +80,15 @@ class DiagnosisFailed(RuntimeError):
         self.calls = calls
 
 
-def pick_failure(ctx: WorkerContext, job: ImproveJob) -> dict[str, Any] | None:
-    """One unresolved evaluation of the parent in this run, chosen reproducibly by step id."""
-    parent = ctx.client.agent(job.parent_id)
-    in_run = next((r for r in parent["runs"] if r["run_id"] == job.run_id), None)
-    failed = sorted(
-        (e for e in (in_run or {}).get("evaluations", []) if e["status"] == "done" and not e["resolved"]),
-        key=lambda e: e["task_id"],
-    )
-    if not failed:
-        return None
-    chosen = random.Random(job.step_id).choice(failed)
-    return ctx.client.evaluation(job.parent_id, chosen["id"])
-
-
-def _verdict(result: dict[str, Any]) -> str:
-    lines = [result.get("grade_reason") or ""]
-    if result.get("failure"):
-        lines.append(f"Agent failure: {result['failure']}")
-    failing = [t for t, s in (result.get("fail_to_pass") or {}).items() if s not in ("PASSED", "XFAIL")]
-    broken = [t for t, s in (result.get("pass_to_pass") or {}).items() if s not in ("PASSED", "XFAIL")]
-    if failing:
-        lines.append("Tests that should pass after the fix but did not: " + ", ".join(failing))
-    if broken:
-        lines.append("Tests that passed before and broke: " + ", ".join(broken))
+def _verdict(failure: FailedEvaluation) -> str:
+    lines = [failure.grade_reason]
+    if failure.agent_failure:
+        lines.append(f"Agent failure: {failure.agent_failure}")
+    if failure.failing_tests:
+        lines.append("Tests that should pass after the fix but did not: " + ", ".join(failure.failing_tests))
+    if failure.broken_tests:
+        lines.append("Tests that passed before and broke: " + ", ".join(failure.broken_tests))
     return "\n".join(line for line in lines if line) or "not resolved"
-
-
-def _trajectory_tail(trajectory: object, steps: int = 12) -> str:
-    if not isinstance(trajectory, dict) or not isinstance(trajectory.get("messages"), list):
-        return "(no trajectory was recorded)"
-    tail = trajectory["messages"][-steps:]
-    text = "\n".join(json.dumps(message, ensure_ascii=False)[:800] for message in tail)
-    return text[-MAX_SECTION:]
 
 
 def _file_list(code: bytes) -> str:

@@ -19,7 +19,6 @@ from sandbox.base import SandboxError
 from worker.agent_runner import AgentRun, run_agent
 from worker.context import WorkerContext
 from worker.errors import InfrastructureError
-from worker.llm import Budget
 from worker.manifests import manifest_from_tar
 from worker.usage import usage_records
 
@@ -31,7 +30,7 @@ IMAGE_RETRY_DELAYS_S = (1.0, 4.0)
 
 def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
     started = time.monotonic()
-    benchmark = ctx.catalog.get(job.benchmark.name, job.benchmark.options)
+    benchmark = ctx.catalog.get(job.benchmark)
     task = find_task(benchmark, job.task_id)
     code = ctx.client.agent_code(job.agent_id)
     try:
@@ -58,12 +57,7 @@ def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
             purpose="solve",
             timeout_s=job.limits.solve_timeout_s,
             limits=job.limits,
-            budget=Budget(
-                evaluation_usd=job.per_evaluation_usd,
-                evaluation_tokens=job.per_evaluation_tokens,
-                run_remaining_usd=job.run_remaining_usd,
-                run_remaining_tokens=job.run_remaining_tokens,
-            ),
+            budget=job.budget,
             image=image,
             runtime=runtime,
             tools_path=task.tools_path,

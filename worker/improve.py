@@ -1,4 +1,9 @@
-"""The `improve` job: one step's child, from diagnosis to a validated patch."""
+"""The `improve` job: one step's child, from diagnosis to a validated patch.
+
+The job carries the failure to diagnose, so the service is asked for three things
+at most: the parent's code, the improver's (unless it is the parent) and, at the
+end, the child or the reason there is none.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from contracts.records import ChildSubmission, StepFailure
 from worker.agent_runner import AgentRun, run_agent
 from worker.context import WorkerContext
 from worker.diagnose import DiagnosisFailed, diagnose, prompt
-from worker.llm import Budget, LLMCall
+from worker.llm import LLMCall
 from worker.manifests import manifest_from_tar
 from worker.usage import usage_records
 from worker.validation import validate_child
@@ -19,10 +24,9 @@ from worker.workspace import init_repo, unpack
 
 def improve(ctx: WorkerContext, job: ImproveJob) -> str:
     """Returns what happened, for the worker's log: the child id, or why there is none."""
-    benchmark = ctx.catalog.get(job.benchmark.name, job.benchmark.options)
     parent_code = ctx.client.agent_code(job.parent_id)
     try:
-        diagnosis = diagnose(ctx, job, benchmark, parent_code)
+        diagnosis = diagnose(ctx, job, parent_code)
     except DiagnosisFailed as exc:
         return _reject(ctx, job, str(exc), None, exc.calls)
     improver_code = (
@@ -49,9 +53,7 @@ def improve(ctx: WorkerContext, job: ImproveJob) -> str:
             purpose="improve",
             timeout_s=job.limits.improve_timeout_s,
             limits=job.limits,
-            budget=Budget(
-                run_remaining_usd=job.run_remaining_usd, run_remaining_tokens=job.run_remaining_tokens
-            ),
+            budget=job.budget,
             image=ctx.images.for_agent(manifest.requirements),
             runtime=ctx.images.runtime(manifest.requirements),
             labels={"dev.clade.run": job.run_id, "dev.clade.step": job.step_id},

@@ -25,16 +25,6 @@ class ServiceClient:
     def agent_code(self, agent_id: str) -> bytes:
         return self._request("GET", f"/api/worker/agents/{agent_id}/code").content
 
-    def agent(self, agent_id: str) -> dict[str, Any]:
-        data: dict[str, Any] = self._request("GET", f"/api/agents/{agent_id}").json()
-        return data
-
-    def evaluation(self, agent_id: str, evaluation_id: str) -> dict[str, Any]:
-        data: dict[str, Any] = self._request(
-            "GET", f"/api/agents/{agent_id}/evaluations/{evaluation_id}"
-        ).json()
-        return data
-
     def submit_child(self, step_id: str, submission: ChildSubmission) -> dict[str, Any]:
         data: dict[str, Any] = self._post(f"/api/worker/steps/{step_id}/child", submission).json()
         return data

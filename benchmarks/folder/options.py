@@ -2,35 +2,21 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import ValidationError
 
-from benchmarks.base import BenchmarkError
+from benchmarks.base import OptionError
+from contracts.benchmark_options import FolderOptions
+
+__all__ = ["FolderOptions", "FolderOptionsError", "parse_options"]
 
 
-class FolderOptionsError(BenchmarkError, ValueError):
+class FolderOptionsError(OptionError):
     """An option is wrong; `field` names it (e.g. "path")."""
 
     def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"folder option {field!r}: {message}")
-        self.field = field
-
-
-class FolderOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    # The benchmark's folder (see docs/own-benchmark.md): tasks/<id>/task.json, repos/<repo>/...
-    path: Path
-
-    @field_validator("path")
-    @classmethod
-    def _path_is_a_folder(cls, value: Path) -> Path:
-        value = value.expanduser()
-        if not value.is_dir():
-            raise ValueError(f"{value} is not a folder")
-        return value.resolve()
+        super().__init__(field, f"folder option {field!r}: {message}")
 
 
 def parse_options(options: dict[str, Any]) -> FolderOptions:

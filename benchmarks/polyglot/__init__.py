@@ -58,15 +58,21 @@ _BUILD_THREADS = 8
 
 
 class Polyglot:
-    """The benchmark. Keyword options are those of `PolyglotOptions`; `probe` (a Python
-    hook, not a run option) replaces the default check of the base image's toolchains."""
+    """The benchmark, from `PolyglotOptions` (a run configuration's) or the same options as
+    keywords; `probe` (a Python hook, not a run option) replaces the default check of the
+    base image's toolchains."""
 
     name = "polyglot"
 
-    def __init__(self, *, probe: ToolchainProbe | None = None, **options: Any) -> None:
+    def __init__(
+        self, typed: PolyglotOptions | None = None, *, probe: ToolchainProbe | None = None, **options: Any
+    ) -> None:
         if probe is not None and not callable(probe):
             raise PolyglotOptionsError("probe", "must be a function (a Python hook, not a run option)")
-        self.options: PolyglotOptions = parse_options(options)
+        if typed is not None and options:
+            raise TypeError("give options either validated (PolyglotOptions) or as keywords, not both")
+        self.options: PolyglotOptions = typed if typed is not None else parse_options(options)
+        self.root = self.options.root or FIXTURES_DIR
         exercises = self._select()
         check_toolchains(
             dict.fromkeys(exercise.language for exercise in exercises),
@@ -123,7 +129,7 @@ class Polyglot:
             )
 
     def _select(self) -> list[Exercise]:
-        root = self.options.root
+        root = self.root
         if self.options.languages is not None:
             languages = list(self.options.languages)
             for index, language in enumerate(languages):

@@ -13,10 +13,11 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
-from typing import Literal, get_args
 
-LanguageName = Literal["python", "javascript", "go", "rust", "java", "cpp"]
-LANGUAGES: tuple[LanguageName, ...] = get_args(LanguageName)
+# The names live with the options that use them; re-exported for the benchmark's modules.
+from contracts.benchmark_options import LANGUAGES as LANGUAGES
+from contracts.benchmark_options import LanguageName as LanguageName
+
 # Always in Clade's base image, so loading these needs no probe of the image.
 BASE_IMAGE_LANGUAGES: frozenset[str] = frozenset({"python"})
 # As in Aider's benchmark: build files that stay as shipped even if config.json lists them.

@@ -1,52 +1,26 @@
-"""The polyglot benchmark's options, as a run configuration gives them (`benchmark.options`)."""
+"""The polyglot benchmark's options, as a run configuration gives them (`benchmark.options`).
+
+The model lives with the other benchmarks' options in contracts/benchmark_options.py,
+so that a run configuration, a job and the CLI validate them alike.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ValidationError
 
-from benchmarks.base import BenchmarkError
-from benchmarks.polyglot.fixtures import FIXTURES_DIR
-from benchmarks.polyglot.languages import LanguageName
+from benchmarks.base import OptionError
+from contracts.benchmark_options import PolyglotOptions
+
+__all__ = ["PolyglotOptions", "PolyglotOptionsError", "parse_options"]
 
 
-class PolyglotOptionsError(BenchmarkError, ValueError):
+class PolyglotOptionsError(OptionError):
     """An option is wrong; `field` names it (e.g. "languages.1")."""
 
     def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"polyglot option {field!r}: {message}")
-        self.field = field
-
-
-class PolyglotOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    # A folder in the Aider polyglot layout: <root>/<language>/exercises/practice/<exercise>/.
-    root: Path = FIXTURES_DIR
-    # Languages to load; default: every language folder under `root`.
-    languages: list[LanguageName] | None = Field(default=None, min_length=1)
-    # Exercises to load, as "<exercise>" (in any loaded language) or "<language>/<exercise>";
-    # default: all of them.
-    exercises: list[str] | None = Field(default=None, min_length=1)
-    # The languages whose toolchain the sandbox image has, when known; when None, the
-    # image is probed for any language not in the base image (Python is).
-    available_languages: list[LanguageName] | None = None
-
-    @field_validator("root")
-    @classmethod
-    def _root_is_a_folder(cls, value: Path) -> Path:
-        if not value.is_dir():
-            raise ValueError(f"{value} is not a folder")
-        return value.resolve()
-
-    @field_validator("languages", "exercises")
-    @classmethod
-    def _no_duplicates(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None and len(set(value)) != len(value):
-            raise ValueError("lists a name twice")
-        return value
+        super().__init__(field, f"polyglot option {field!r}: {message}")
 
 
 def parse_options(options: dict[str, Any]) -> PolyglotOptions:

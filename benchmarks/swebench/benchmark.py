@@ -7,16 +7,20 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from benchmarks.base import GradeReport, Task, UnknownTask
+from benchmarks.base import GradeReport, OptionError, Task, UnknownTask
 from benchmarks.swebench.dataset import DatasetError, Row, load_rows
 from benchmarks.swebench.grading import Resources, grade_task
 from benchmarks.swebench.harness import Harness, load_harness
-from benchmarks.swebench.options import SWEbenchOptions
+from benchmarks.swebench.options import SWEbenchOptions, parse_options
 from benchmarks.swebench.tasks import SWEbenchTask, to_task
 from benchmarks.swebench.testbed import export_base, snapshot
 from sandbox.base import SandboxBackend
 
 REPO_SUBSET_PREFIX = "repo:"
+
+
+class UnknownInstance(UnknownTask, OptionError):
+    """An option names an instance or subset the dataset does not have."""
 
 
 class SWEbench:
@@ -110,9 +114,10 @@ class SWEbench:
         if options.subset is not None:
             if options.subset not in named and options.subset != "all":
                 known = ", ".join(sorted(name for name in named if not name.startswith(REPO_SUBSET_PREFIX)))
-                raise UnknownTask(
+                raise UnknownInstance(
+                    "subset",
                     f"swebench has no subset {options.subset!r} (defined in `subsets`: {known or 'none'}; "
-                    f"or {REPO_SUBSET_PREFIX}<owner/name>)"
+                    f"or {REPO_SUBSET_PREFIX}<owner/name>)",
                 )
             return named.get(options.subset, list(by_id))
         return list(by_id)
@@ -120,7 +125,7 @@ class SWEbench:
 
 def from_options(**options: Any) -> SWEbench:
     """The registry's factory: `get_benchmark("swebench", dataset=..., instance_ids=[...])`."""
-    return SWEbench(SWEbenchOptions.parse(options))
+    return SWEbench(parse_options(options))
 
 
 def _index(rows: list[Row], source: str) -> dict[str, Row]:
@@ -139,4 +144,4 @@ def _check_known(ids: list[str], by_id: dict[str, Row], where: str) -> None:
     unknown = [iid for iid in ids if iid not in by_id]
     if unknown:
         shown = ", ".join(unknown[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
-        raise UnknownTask(f"{where}: the dataset has no instance {shown}")
+        raise UnknownInstance(where, f"{where}: the dataset has no instance {shown}")

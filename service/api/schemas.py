@@ -162,3 +162,11 @@ class ConsistencyPublic(BaseModel):
     refs_restored: list[str]
     refs_removed: list[str]
     missing_commits: list[str]
+
+
+class BenchmarkTasks(BaseModel):
+    """One benchmark as its options load it: every task id, and each named subset's."""
+
+    name: str
+    tasks: list[str]
+    subsets: dict[str, list[str]]

@@ -8,6 +8,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from contracts.config import BudgetConfig
+from contracts.jobs import Budget
 from service.db.models import LLMUsage, Run, Step
 from service.queries import usage_totals
 from service.runs import elapsed_seconds
@@ -43,7 +44,11 @@ def children_exhausted(budget: BudgetConfig, used: Spent) -> bool:
     return used.steps >= budget.max_children
 
 
-def remaining(budget: BudgetConfig, used: Spent) -> tuple[float | None, int | None]:
-    usd = None if budget.max_usd is None else max(0.0, budget.max_usd - used.usd)
-    tokens = None if budget.max_tokens is None else max(0, budget.max_tokens - used.tokens)
-    return usd, tokens
+def job_budget(budget: BudgetConfig, used: Spent, *, evaluation: bool) -> Budget:
+    """What a job may spend: what the run has left, and for an evaluation its own limits."""
+    return Budget(
+        run_remaining_usd=None if budget.max_usd is None else max(0.0, budget.max_usd - used.usd),
+        run_remaining_tokens=None if budget.max_tokens is None else max(0, budget.max_tokens - used.tokens),
+        evaluation_usd=budget.per_evaluation_usd if evaluation else None,
+        evaluation_tokens=budget.per_evaluation_tokens if evaluation else None,
+    )

@@ -6,7 +6,7 @@ from typing import Protocol
 
 from celery import Celery
 
-from contracts.config import ConfigFieldError, LimitsConfig
+from contracts.config import LimitsConfig
 from contracts.jobs import EVALUATE_TASK, IMPROVE_TASK, EvaluateJob, ImproveJob, Job
 
 
@@ -45,16 +45,4 @@ class CeleryDispatcher:
             task_id=task_id,
             time_limit=hard,
             soft_time_limit=hard - 1,
-        )
-
-
-def check_time_limits(limits: LimitsConfig, visibility_timeout_s: int) -> None:
-    """Refuse limits the broker cannot honour: a task still running when its visibility
-    timeout ends would be delivered a second time."""
-    hard = max(improve_time_limit(limits), evaluate_time_limit(limits))
-    if hard >= visibility_timeout_s:
-        raise ConfigFieldError(
-            "limits",
-            f"a task may run {hard}s (timeouts plus overhead_s), which is not below the broker's "
-            f"visibility timeout of {visibility_timeout_s}s (CLADE_BROKER_VISIBILITY_TIMEOUT_S)",
         )

@@ -24,13 +24,14 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from contracts.config import RunConfig
-from contracts.jobs import BenchmarkRef, EvaluateJob, ImproveJob, Job
+from contracts.jobs import EvaluateJob, ImproveJob
 from service import lifecycle
 from service.db.models import Evaluation, Run, RunAgent, Step
 from service.driver import budget
-from service.driver.dispatch import Dispatcher, evaluate_time_limit, improve_time_limit
+from service.driver.dispatch import Dispatcher
+from service.driver.failures import failure_to_diagnose
 from service.driver.parents import choose_parent
+from service.driver.plan import RunPlan, stored_plan
 from service.driver.stages import Verdict, admit, advance
 from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus, StepStatus
 from service.results import give_up_evaluation, give_up_step
@@ -91,28 +92,28 @@ class RunDriver:
 
 def drive(session: Session, run: Run, outbox: Outbox) -> None:
     """One tick of a run, decided from what the database holds now."""
-    config = RunConfig.model_validate(run.config)
+    plan = stored_plan(run)
     used = budget.spent(session, run)
-    stop = budget.hard_stop(config.budget, used)
+    stop = budget.hard_stop(plan.budget, used)
     if stop is not None:
         log.info("run %s stops: %s", run.id, stop)
         complete(session, run=run, reason=stop)
         return
-    admit_agents(session, run, advance_agents(session, run, config))
-    if not budget.children_exhausted(config.budget, used):
-        open_steps(session, run, select_parents(session, run, config, used))
+    admit_agents(session, run, advance_agents(session, run, plan))
+    if not budget.children_exhausted(plan.budget, used):
+        open_steps(session, run, select_parents(session, run, plan, used))
     elif _steps_in_flight(session, run) == 0 and not _agents_evaluating(session, run):
-        complete(session, run=run, reason=_completion_reason(config))
+        complete(session, run=run, reason=_completion_reason(plan))
         return
-    dispatch_jobs(session, run, config, used, outbox)
+    dispatch_jobs(session, run, plan, used, outbox)
 
 
-def advance_agents(session: Session, run: Run, config: RunConfig) -> list[Verdict]:
+def advance_agents(session: Session, run: Run, plan: RunPlan) -> list[Verdict]:
     """Each evaluating agent as far through its stages as its results allow; the finished ones."""
     members = session.scalars(
         select(RunAgent).where(RunAgent.run_id == run.id, RunAgent.status == MemberStatus.EVALUATING)
     ).all()
-    return [verdict for member in members if (verdict := advance(session, run, config, member)) is not None]
+    return [verdict for member in members if (verdict := advance(session, run, plan, member)) is not None]
 
 
 def admit_agents(session: Session, run: Run, verdicts: list[Verdict]) -> None:
@@ -120,12 +121,12 @@ def admit_agents(session: Session, run: Run, verdicts: list[Verdict]) -> None:
         admit(session, run, verdict)
 
 
-def select_parents(session: Session, run: Run, config: RunConfig, used: budget.Spent) -> list[str]:
+def select_parents(session: Session, run: Run, plan: RunPlan, used: budget.Spent) -> list[str]:
     """A parent for each free step slot, within the children budget (none until one is admitted)."""
-    free = min(config.parallelism - _steps_in_flight(session, run), config.budget.max_children - used.steps)
+    free = min(plan.parallelism - _steps_in_flight(session, run), plan.budget.max_children - used.steps)
     parents: list[str] = []
     for number in range(used.steps + 1, used.steps + 1 + free):
-        parent = choose_parent(session, run, config, number)
+        parent = choose_parent(session, run, plan, number)
         if parent is None:
             break  # the seed is still being scored
         parents.append(parent)
@@ -138,14 +139,12 @@ def open_steps(session: Session, run: Run, parents: list[str]) -> None:
     session.flush()
 
 
-def dispatch_jobs(session: Session, run: Run, config: RunConfig, used: budget.Spent, outbox: Outbox) -> None:
+def dispatch_jobs(session: Session, run: Run, plan: RunPlan, used: budget.Spent, outbox: Outbox) -> None:
     """Jobs for the pending steps and evaluations not yet sent, or sent so long ago that the job
     was lost with a broker or worker (ids make a second delivery harmless). After
     MAX_DISPATCHES sends without an answer, the step fails and the evaluation counts as unresolved."""
     now = datetime.now(UTC)
-    common = _job_fields(run, config, used)
-    bench = BenchmarkRef(name=config.benchmark.name, options=config.benchmark.options)
-    stale = now - timedelta(seconds=improve_time_limit(config.limits) + REDISPATCH_MARGIN_S)
+    stale = now - timedelta(seconds=plan.time_limits.improve_s + REDISPATCH_MARGIN_S)
     for step in session.scalars(
         select(Step)
         .where(
@@ -158,20 +157,23 @@ def dispatch_jobs(session: Session, run: Run, config: RunConfig, used: budget.Sp
         if not _count_dispatch(step, now):
             give_up_step(step, reason=NO_ANSWER)
             continue
-        improver = config.improver.agent if config.improver.mode == "fixed" else step.parent_id
-        assert improver is not None
         outbox.improve.append(
             ImproveJob(
-                **common,
+                run_id=run.id,
+                limits=plan.limits,
+                budget=budget.job_budget(plan.budget, used, evaluation=False),
                 step_id=step.id,
                 parent_id=step.parent_id,
-                improver_id=improver,
-                diagnose_model=config.models.diagnose,
-                improve_model=config.models.improve,
-                benchmark=bench,
+                improver_id=plan.improver_for(step.parent_id),
+                diagnose_model=plan.models.diagnose,
+                improve_model=plan.models.improve,
+                benchmark=plan.benchmark,
+                failure=failure_to_diagnose(
+                    session, run_id=run.id, parent_id=step.parent_id, step_id=step.id
+                ),
             )
         )
-    stale = now - timedelta(seconds=evaluate_time_limit(config.limits) + REDISPATCH_MARGIN_S)
+    stale = now - timedelta(seconds=plan.time_limits.evaluate_s + REDISPATCH_MARGIN_S)
     for evaluation in session.scalars(
         select(Evaluation)
         .where(
@@ -186,26 +188,16 @@ def dispatch_jobs(session: Session, run: Run, config: RunConfig, used: budget.Sp
             continue
         outbox.evaluate.append(
             EvaluateJob(
-                **common,
+                run_id=run.id,
+                limits=plan.limits,
+                budget=budget.job_budget(plan.budget, used, evaluation=True),
                 evaluation_id=evaluation.id,
                 agent_id=evaluation.agent_id,
                 task_id=evaluation.task_id,
-                solve_model=config.models.solve,
-                benchmark=bench,
+                solve_model=plan.models.solve,
+                benchmark=plan.benchmark,
             )
         )
-
-
-def _job_fields(run: Run, config: RunConfig, used: budget.Spent) -> dict[str, object]:
-    usd, tokens = budget.remaining(config.budget, used)
-    return Job(
-        run_id=run.id,
-        limits=config.limits,
-        run_remaining_usd=usd,
-        run_remaining_tokens=tokens,
-        per_evaluation_usd=config.budget.per_evaluation_usd,
-        per_evaluation_tokens=config.budget.per_evaluation_tokens,
-    ).model_dump(exclude={"schema_version"})
 
 
 def _count_dispatch(item: Step | Evaluation, now: datetime) -> bool:
@@ -215,10 +207,10 @@ def _count_dispatch(item: Step | Evaluation, now: datetime) -> bool:
     return True
 
 
-def _completion_reason(config: RunConfig) -> str:
-    if config.budget.max_children == 0:
+def _completion_reason(plan: RunPlan) -> str:
+    if plan.budget.max_children == 0:
         return "evaluation finished (an evaluation-only run)"
-    return f"budget: max_children reached ({config.budget.max_children})"
+    return f"budget: max_children reached ({plan.budget.max_children})"
 
 
 def _steps_in_flight(session: Session, run: Run) -> int:

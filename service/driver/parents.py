@@ -5,13 +5,12 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 
-from pydantic import ValidationError
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
-from contracts.config import ConfigFieldError, RunConfig
 from service.db.models import Evaluation, Run, RunAgent
-from service.selection import Candidate, UnknownStrategyError, make_strategy
+from service.driver.plan import RunPlan
+from service.selection import Candidate
 
 
 def candidates(session: Session, run: Run) -> list[Candidate]:
@@ -46,17 +45,7 @@ def candidates(session: Session, run: Run) -> list[Candidate]:
     return result
 
 
-def check_selection(config: RunConfig) -> None:
-    """Refuse an unknown strategy or bad parameters when the run is created, naming the field."""
-    try:
-        make_strategy(config.selection.strategy, config.selection.params)
-    except UnknownStrategyError as exc:
-        raise ConfigFieldError("selection.strategy", str(exc)) from exc
-    except ValidationError as exc:
-        raise ConfigFieldError("selection.params", str(exc.errors()[0]["msg"])) from exc
-
-
-def choose_parent(session: Session, run: Run, config: RunConfig, step_number: int) -> str | None:
+def choose_parent(session: Session, run: Run, plan: RunPlan, step_number: int) -> str | None:
     """The parent of step `step_number`, or None while no agent is admitted yet.
 
     The random stream depends only on the run's seed and the step number, so a
@@ -65,9 +54,8 @@ def choose_parent(session: Session, run: Run, config: RunConfig, step_number: in
     pool = candidates(session, run)
     if not pool:
         return None
-    strategy = make_strategy(config.selection.strategy, config.selection.params)
-    rng = random.Random(f"{config.rng_seed}:{step_number}")
-    return strategy.select(pool, rng, k=1)[0]
+    rng = random.Random(f"{plan.rng_seed}:{step_number}")
+    return plan.strategy.select(pool, rng, k=1)[0]
 
 
 def clade_totals(

@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from contracts.config import RunConfig
 from service import lifecycle
 from service.db.models import Evaluation, Event, Run, RunAgent, StageScore, Step
+from service.driver.plan import RunPlan
 from service.lifecycle import EvaluationStatus
 from service.runs import new_id
 
@@ -30,7 +30,7 @@ class Verdict:
     failed_first: str | None
 
 
-def advance(session: Session, run: Run, config: RunConfig, member: RunAgent) -> Verdict | None:
+def advance(session: Session, run: Run, plan: RunPlan, member: RunAgent) -> Verdict | None:
     """Move an evaluating agent through its stages as far as its finished evaluations allow.
 
     The current stage's missing evaluations are created (pending, for the driver to send).
@@ -38,7 +38,7 @@ def advance(session: Session, run: Run, config: RunConfig, member: RunAgent) -> 
     """
     while True:
         stage = member.stage_reached
-        tasks = run.stage_tasks[stage]
+        tasks = plan.stages[stage].task_ids
         existing = {
             e.task_id: e
             for e in session.scalars(
@@ -56,7 +56,7 @@ def advance(session: Session, run: Run, config: RunConfig, member: RunAgent) -> 
         if missing or any(existing[task].status != EvaluationStatus.DONE for task in tasks):
             return None
         resolved = sum(1 for task in tasks if existing[task].resolved)
-        threshold = config.stages[stage].threshold
+        threshold = plan.stages[stage].threshold
         passed = resolved / len(tasks) >= threshold
         session.merge(
             StageScore(
@@ -69,7 +69,7 @@ def advance(session: Session, run: Run, config: RunConfig, member: RunAgent) -> 
                 passed=passed,
             )
         )
-        if passed and stage + 1 < len(run.stage_tasks):
+        if passed and stage + 1 < len(plan.stages):
             member.stage_reached = stage + 1
             continue
         failed_first = None

@@ -17,6 +17,7 @@ from sandbox.base import SandboxUnavailable
 from sandbox.images.build import ensure_task_image
 from sandbox.images.pull import PullError, PullFailed, follow_pull, split_name
 from sandbox.images.wheels import WheelTarget, ensure_wheels
+from tests.helpers import CLOSED_REGISTRY
 
 
 def test_image_names_split_into_repository_and_tag() -> None:
@@ -61,7 +62,8 @@ def test_a_local_task_image_is_used_as_it_is(docker_client: Any, base_image: str
 
 @pytest.mark.docker
 def test_an_absent_task_image_that_cannot_be_pulled_is_a_clear_error(docker_client: Any) -> None:
-    name = "swebench/sweb.eval.x86_64.clade-absent__image-1:latest"
+    # A registry on a closed loopback port: the pull fails at once and nothing leaves this machine.
+    name = f"{CLOSED_REGISTRY}/swebench/sweb.eval.x86_64.clade-absent__image-1:latest"
     lines: list[str] = []
     with pytest.raises(PullFailed) as caught:
         ensure_task_image(docker_client, name, progress=lines.append)

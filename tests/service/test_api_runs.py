@@ -49,7 +49,18 @@ def test_create_show_and_list_runs(service: AppService, seed_id: str) -> None:
         ({"stages": [{"subset": "all"}, {"subset": "mini-500"}]}, ["body", "stages", 1, "subset"]),
         ({"benchmark": {"name": "no-such-bench"}}, ["body", "benchmark", "name"]),
         ({"selection": {"strategy": "roulette"}}, ["body", "selection", "strategy"]),
-        ({"selection": {"strategy": "hgm", "params": {"alpah": 2}}}, ["body", "selection", "params"]),
+        (
+            {"selection": {"strategy": "hgm", "params": {"alpah": 2}}},
+            ["body", "selection", "params", "alpah"],
+        ),
+        (
+            {"benchmark": {"name": "swebench", "options": {"datset": "x.jsonl"}}},
+            ["body", "benchmark", "options", "datset"],
+        ),
+        (
+            {"benchmark": {"name": "polyglot", "options": {"exercises": ["no-such-exercise"]}}},
+            ["body", "benchmark", "options", "exercises", 0],
+        ),
         ({"limits": {"solve_timeout_s": 7200}}, ["body", "limits"]),
     ],
 )

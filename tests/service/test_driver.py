@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from benchmarks.catalog import BenchmarkCatalog
 from contracts.config import RunConfig
-from contracts.jobs import EvaluateJob, ImproveJob
+from contracts.jobs import Budget, EvaluateJob, ImproveJob
 from contracts.records import EvaluationResult, EvaluationSubmission, UsageRecord
 from contracts.settings import Settings
 from service.api.app import create_app
@@ -29,6 +29,7 @@ from service.db.engine import make_engine, make_session_factory
 from service.db.migrate import upgrade
 from service.db.models import Evaluation, Run, RunAgent, StageScore, Step
 from service.driver.loop import MAX_DISPATCHES, RunDriver
+from service.driver.plan import plan_run
 from service.results import record_evaluation
 from service.runs import change_state, create_run
 from tests.helpers import write_agent
@@ -82,15 +83,20 @@ class World:
             | overrides
         )
         with self.sessions.begin() as session:
-            return create_run(session, config=config, stage_tasks=self.catalog.plan_stages(config)).id
+            plan = plan_run(config, catalog=self.catalog, visibility_timeout_s=10**6)
+            return create_run(session, config=plan.config, stage_tasks=plan.stage_tasks).id
 
-    def answer(self, job: EvaluateJob, resolved: bool, usd: float = 0.0) -> None:
+    def answer(
+        self, job: EvaluateJob, resolved: bool, usd: float = 0.0, result: EvaluationResult | None = None
+    ) -> None:
         usage = [UsageRecord(purpose="solve", model="m", prompt_tokens=10, completion_tokens=5, cost_usd=usd)]
         with self.sessions.begin() as session:
             record_evaluation(
                 session,
                 evaluation_id=job.evaluation_id,
-                submission=EvaluationSubmission(result=EvaluationResult(resolved=resolved), usage=usage),
+                submission=EvaluationSubmission(
+                    result=result or EvaluationResult(resolved=resolved), usage=usage
+                ),
             )
 
     def make_child(self, job: ImproveJob) -> str:
@@ -219,7 +225,7 @@ def test_money_budget_stops_the_run_with_the_reason(world: World) -> None:
     run_id = world.start(budget={"max_children": 10, "max_usd": 0.5}, stages=[{"tasks": T[:2]}])
     world.driver.tick()
     _, evaluate = world.outbox.take()
-    assert evaluate[0].run_remaining_usd == 0.5
+    assert evaluate[0].budget == Budget(run_remaining_usd=0.5)
     world.answer(evaluate[0], resolved=True, usd=0.6)
     world.driver.tick()
     run = world.run(run_id)
@@ -299,3 +305,63 @@ def test_an_evaluation_no_worker_answered_reads_back_through_the_api(world: Worl
     assert result["resolved"] is False
     assert result["infrastructure_failure"] == f"no worker answered after {MAX_DISPATCHES} dispatches"
     assert result["failure"] is None  # not the agent's doing
+
+
+def test_an_improve_job_carries_the_failure_to_diagnose_and_its_budget(world: World) -> None:
+    """The worker needs nothing from the service's read API: the job holds the failure."""
+    world.start(
+        stages=[{"tasks": T[:3]}],
+        budget={"max_children": 1, "max_tokens": 1000, "per_evaluation_usd": 0.25},
+    )
+    world.driver.tick()
+    _, evaluate = world.outbox.take()
+    assert {job.budget for job in evaluate} == {
+        Budget(run_remaining_tokens=1000, evaluation_usd=0.25)  # nothing spent yet
+    }
+    failed = EvaluationResult(
+        resolved=False,
+        grade_reason="1 of 2 FAIL_TO_PASS tests failed",
+        fail_to_pass={"tests/test_a.py::test_fix": "FAILED", "tests/test_a.py::test_ok": "PASSED"},
+        pass_to_pass={"tests/test_b.py::test_old": "ERROR"},
+        diff="--- a/x.py\n+++ b/x.py\n" + "+y\n" * 5000,
+        trajectory={"messages": [{"role": "assistant", "content": f"step {n}"} for n in range(30)]},
+        agent_log="start\n" + "x" * 10_000 + "\nthe end",
+    )
+    by_task = {job.task_id: job for job in evaluate}
+    world.answer(by_task[T[0]], resolved=True)
+    world.answer(by_task[T[1]], resolved=False, result=failed)
+    world.answer(by_task[T[2]], resolved=False, result=failed.model_copy(update={"grade_reason": "other"}))
+    world.driver.tick()
+    improve, _ = world.outbox.take()
+    assert len(improve) == 1
+    job = improve[0]
+    # Tokens used by the three evaluations (15 each) are gone; an improve job has no per-evaluation cap.
+    assert job.budget == Budget(run_remaining_tokens=1000 - 45)
+    failure = job.failure
+    assert failure is not None and failure.task_id in (T[1], T[2])
+    with world.sessions() as session:
+        chosen = session.get(Evaluation, failure.evaluation_id)
+        assert chosen is not None and (chosen.task_id, chosen.resolved) == (failure.task_id, False)
+    assert failure.failing_tests == ["tests/test_a.py::test_fix"]
+    assert failure.broken_tests == ["tests/test_b.py::test_old"]
+    assert failure.diff.startswith("--- a/x.py") and len(failure.diff) <= 6_000
+    assert failure.agent_log_tail.endswith("the end") and len(failure.agent_log_tail) <= 6_000
+    assert failure.trajectory_tail.splitlines()[-1] == '{"role": "assistant", "content": "step 29"}'
+    assert len(failure.trajectory_tail.splitlines()) == 12
+    # A job sent again diagnoses the same failure.
+    with world.sessions.begin() as session:
+        step = session.scalars(select(Step)).one()
+        step.dispatched_at = datetime.now(UTC) - timedelta(days=1)
+    world.driver.tick()
+    again, _ = world.outbox.take()
+    assert [j.failure for j in again] == [failure]
+
+
+def test_a_parent_that_resolved_everything_has_no_failure(world: World) -> None:
+    world.start(stages=[{"tasks": T[:1]}], budget={"max_children": 1})
+    world.driver.tick()
+    _, evaluate = world.outbox.take()
+    world.answer(evaluate[0], resolved=True)
+    world.driver.tick()
+    improve, _ = world.outbox.take()
+    assert len(improve) == 1 and improve[0].failure is None

@@ -26,10 +26,10 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from contracts.config import RunConfig
 from contracts.records import EvaluationSubmission
 from service.db.engine import make_engine, make_session_factory
 from service.db.models import Evaluation, Run, RunAgent
+from service.driver.plan import stored_plan
 from service.driver.stages import admit, advance
 from service.lifecycle import EvaluationStatus, MemberStatus
 from service.steps import open_step
@@ -189,7 +189,7 @@ class Recorded:
                 assert run is not None and member is not None
                 if member.status != MemberStatus.EVALUATING:
                     return
-                verdict = advance(session, run, RunConfig.model_validate(run.config), member)
+                verdict = advance(session, run, stored_plan(run), member)
                 if verdict is not None:
                     admit(session, run, verdict)
                 session.commit()

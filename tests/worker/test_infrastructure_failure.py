@@ -20,12 +20,14 @@ import pytest
 from celery import Celery
 
 from benchmarks.swebench import load_harness
+from contracts.benchmark_options import benchmark_config
 from contracts.config import LimitsConfig
 from contracts.jobs import EVALUATE_TASK
 from contracts.records import EvaluationResult
 from sandbox.docker_backend import DockerBackend
 from service.driver.dispatch import evaluate_time_limit
 from tests.benchmarks.swebench.fixture_set import instance_rows, repositories, write_jsonl
+from tests.helpers import CLOSED_REGISTRY
 from tests.worker.harness import DEFAULT_LIMITS, evaluation_stack
 from worker.tasks import RETRY, register_tasks
 
@@ -38,7 +40,8 @@ TASK_ID = "clade-fixtures__tinyinv-1"
 def test_an_unbuildable_task_image_fails_the_evaluation_at_once_with_its_cause(
     tmp_path: Path, secret: str, docker_client: Any
 ) -> None:
-    missing = f"clade/no-such-image-{uuid.uuid4().hex[:8]}:never-built"
+    # On a registry at a closed loopback port: the pull fails at once, nothing leaves this machine.
+    missing = f"{CLOSED_REGISTRY}/clade/no-such-image-{uuid.uuid4().hex[:8]}:never-built"
     repos = repositories(tmp_path / "repos")
     commits = {name: commit for name, (_, commit) in repos.items()}
     rows = instance_rows(load_harness().instance_format, commits, dict.fromkeys(repos, missing))
@@ -48,7 +51,9 @@ def test_an_unbuildable_task_image_fails_the_evaluation_at_once_with_its_cause(
     with evaluation_stack(
         tmp_path / "stack", secret=secret, owner=owner, benchmark=benchmark, task_id=TASK_ID
     ) as stack:
-        task = next(t for t in stack.ctx.catalog.get("swebench", benchmark["options"]).tasks())
+        task = next(
+            t for t in stack.ctx.catalog.get(benchmark_config("swebench", benchmark["options"])).tasks()
+        )
         image = task.image
         assert image is not None and not docker_client.images.list(name=image)
         evaluated = stack.evaluate(SEED_AGENT)
@@ -62,7 +67,7 @@ def test_an_unbuildable_task_image_fails_the_evaluation_at_once_with_its_cause(
     assert not evaluated.returned.resolved
     cause = result.infrastructure_failure
     assert cause is not None, evaluated.detail
-    assert image in cause and "not found" in cause, cause
+    assert image in cause and "could not be pulled" in cause, cause
     assert result.failure is None  # not the agent's fault
     # Reported by the worker's own bounded retries, not after the driver's re-dispatch timeout.
     redispatch_after = evaluate_time_limit(LimitsConfig.model_validate(DEFAULT_LIMITS))

@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from benchmarks.swebench import load_harness
+from contracts.benchmark_options import benchmark_config
 from sandbox.base import BACKEND_LABEL, OWNER_LABEL, ROLE_LABEL
 from sandbox.images.layers import BUILD_ROLE, VENV
 from sandbox.images.runtime import RUNTIME_PYTHON
@@ -229,7 +230,7 @@ def test_the_task_image_is_used_as_it_is(
     task = next(
         t
         for t in swebench_stack.ctx.catalog.get(
-            "swebench", {"dataset": str(datasets.files["own-python"])}
+            benchmark_config("swebench", {"dataset": str(datasets.files["own-python"])})
         ).tasks()
         if t.instance_id == SOLVED
     )

@@ -10,18 +10,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
-
-
-class Budget(BaseModel):
-    """`None` means no limit of that kind. Run figures are what the run had left at start."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    evaluation_usd: float | None = Field(default=None, ge=0)
-    evaluation_tokens: int | None = Field(default=None, ge=0)
-    run_remaining_usd: float | None = Field(default=None, ge=0)
-    run_remaining_tokens: int | None = Field(default=None, ge=0)
+# A job's budget, as the driver sent it, is the gateway's budget.
+from contracts.jobs import Budget as Budget
 
 
 @dataclass(frozen=True)

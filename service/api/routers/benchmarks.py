@@ -6,11 +6,26 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from service.api.deps import Reader, ServicesDep
+from contracts.benchmark_options import BenchmarkChoice
+from service.api.deps import AdminOnly, Reader, ServicesDep
+from service.api.schemas import BenchmarkTasks
+from service.driver.plan import load_benchmark
 
-router = APIRouter(prefix="/api/benchmarks", tags=["benchmarks"], dependencies=[Reader])
+router = APIRouter(prefix="/api/benchmarks", tags=["benchmarks"])
 
 
-@router.get("")
+@router.get("", dependencies=[Reader])
 def list_benchmarks(services: ServicesDep) -> list[dict[str, Any]]:
     return services.catalog.describe()
+
+
+# Admin only: options may point the service at any dataset file or folder it can read.
+@router.post("/tasks", dependencies=[AdminOnly])
+def benchmark_tasks(choice: BenchmarkChoice, services: ServicesDep) -> BenchmarkTasks:
+    """The tasks and subsets of a benchmark with the given options (422 naming a wrong option)."""
+    benchmark = load_benchmark(services.catalog, choice.benchmark)
+    return BenchmarkTasks(
+        name=benchmark.name,
+        tasks=[task.instance_id for task in benchmark.tasks()],
+        subsets=benchmark.subsets(),
+    )

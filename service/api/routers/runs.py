@@ -27,8 +27,7 @@ from service.api.schemas import (
 )
 from service.archive.export import export_top, predictions_jsonl
 from service.db.models import Event, LLMUsage, as_utc
-from service.driver.dispatch import check_time_limits
-from service.driver.parents import check_selection
+from service.driver.plan import plan_run
 
 router = APIRouter(prefix="/api/runs", tags=["runs"])
 Limit = Annotated[int, Query(ge=1, le=1000)]
@@ -37,10 +36,10 @@ Offset = Annotated[int, Query(ge=0)]
 
 @router.post("", status_code=status.HTTP_201_CREATED, dependencies=[AdminOnly])
 def create_run(config: RunConfig, session: SessionDep, services: ServicesDep) -> RunDetail:
-    stage_tasks = services.catalog.plan_stages(config)
-    check_selection(config)
-    check_time_limits(config.limits, services.settings.broker_visibility_timeout_s)
-    run = runs.create_run(session, config=config, stage_tasks=stage_tasks)
+    plan = plan_run(
+        config, catalog=services.catalog, visibility_timeout_s=services.settings.broker_visibility_timeout_s
+    )
+    run = runs.create_run(session, config=plan.config, stage_tasks=plan.stage_tasks)
     session.commit()
     return queries.run_detail(session, run=run)
 

@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 
 from benchmarks import BenchmarkError, get_benchmark
+from benchmarks.base import OptionError
 from benchmarks.catalog import BenchmarkCatalog
 from benchmarks.polyglot import Polyglot, PolyglotOptionsError, ToolchainMissing
 from benchmarks.polyglot.languages import SPECS, LanguageName
+from contracts.benchmark_options import BenchmarkOptionError, benchmark_config
 from sandbox.base import SandboxError
 
 from .layouts import write_exercise, write_rust_exercise
@@ -50,11 +52,17 @@ def test_root_without_language_folders(tmp_path: Path) -> None:
     assert caught.value.field == "root"
 
 
-def test_run_configuration_errors_reach_the_catalog() -> None:
-    # The service loads benchmarks through the catalog, which turns BenchmarkErrors into
-    # configuration errors; a pydantic ValidationError would escape it.
-    with pytest.raises(BenchmarkError, match=r"'languages\.0'"):
-        BenchmarkCatalog().get("polyglot", {"languages": ["klingon"]})
+def test_run_configuration_options() -> None:
+    # A run configuration's options are typed before anything loads: a wrong value names it.
+    with pytest.raises(BenchmarkOptionError) as caught:
+        benchmark_config("polyglot", {"languages": ["klingon"]})
+    assert caught.value.field == "languages.0"
+    # What only loading can find is an OptionError naming the option, for the service's 422.
+    with pytest.raises(OptionError) as found:
+        BenchmarkCatalog().get(benchmark_config("polyglot", {"exercises": ["no-such-thing"]}))
+    assert found.value.field == "exercises.0"
+    loaded = BenchmarkCatalog().get(benchmark_config("polyglot", {"exercises": ["python/tide-table"]}))
+    assert [task.instance_id for task in loaded.tasks()] == ["polyglot__python__tide-table"]
 
 
 class FakeProbe:

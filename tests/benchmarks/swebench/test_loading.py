@@ -19,18 +19,18 @@ from benchmarks.swebench import (
     Harness,
     InvalidOptions,
     SWEbench,
-    SWEbenchOptions,
     SWEbenchTask,
     load_rows,
 )
 from benchmarks.swebench import dataset as dataset_module
+from benchmarks.swebench.options import parse_options
 
 NO_DOCKER = object()  # the client of benchmarks that must not touch Docker
 IDS = ["clade-fixtures__tinyinv-1", "clade-fixtures__tinyinv-2", "clade-fixtures__wrapkit-1"]
 
 
 def make(harness: Harness, **options: Any) -> SWEbench:
-    return SWEbench(SWEbenchOptions.parse(options), docker_client=NO_DOCKER, harness=harness)
+    return SWEbench(parse_options(options), docker_client=NO_DOCKER, harness=harness)
 
 
 def test_the_registry_builds_it_from_options(offline_dataset: Path) -> None:

@@ -1,0 +1,126 @@
+"""Benchmark options on the command line: `--option KEY=VALUE` (repeatable) and `--options FILE.yaml`.
+
+Both are validated by the same typed models as a run configuration's `benchmark`
+(contracts/benchmark_options.py), so a wrong option is refused here, naming it,
+before anything is loaded or sent. Commands add the two options with `OptionPairs`
+and `OptionsFile`, and turn them into a typed configuration with `benchmark_from_cli`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+import yaml
+from rich.text import Text
+
+from cli.output import err_console
+from contracts.benchmark_options import (
+    BENCHMARK_CONFIGS,
+    BenchmarkConfig,
+    BenchmarkOptionError,
+    SWEbenchConfig,
+    benchmark_config,
+)
+
+# Exit code of a command given wrong options (as for any usage error).
+USAGE_ERROR = 2
+
+OptionPairs = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--option",
+        "-o",
+        metavar="KEY=VALUE",
+        help="A benchmark option (repeatable). VALUE is read as YAML: 3, true, [a, b]. "
+        "A dotted KEY sets a nested value: subsets.small=[a, b].",
+        show_default=False,
+    ),
+]
+OptionsFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--options",
+        metavar="FILE.yaml",
+        help="Benchmark options as a YAML or JSON mapping; --option values override it.",
+        show_default=False,
+    ),
+]
+
+
+class OptionSyntaxError(ValueError):
+    """An --option or --options value that is not an option at all (no '=', not a mapping)."""
+
+
+def parse_pairs(pairs: list[str]) -> dict[str, Any]:
+    """`["dataset=x.jsonl", "instance_ids=[a, b]", "subsets.small=[a]"]` -> nested options."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise OptionSyntaxError(f"--option {pair!r}: expected KEY=VALUE")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError as exc:
+            raise OptionSyntaxError(f"--option {key}: cannot read {raw!r} as a value ({exc})") from exc
+        *parents, leaf = key.split(".")
+        target = options
+        for depth, part in enumerate(parents):
+            child = target.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise OptionSyntaxError(f"--option {key}: {'.'.join(parents[: depth + 1])} is not a mapping")
+            target = child
+        target[leaf] = value
+    return options
+
+
+def read_options_file(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise OptionSyntaxError(f"--options {path}: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise OptionSyntaxError(f"--options {path}: not YAML or JSON ({exc})") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise OptionSyntaxError(f"--options {path}: the options must be a mapping (key: value)")
+    return data
+
+
+def parse_benchmark(name: str, pairs: list[str] | None, path: Path | None) -> BenchmarkConfig:
+    """The typed benchmark configuration; raises OptionSyntaxError or BenchmarkOptionError.
+
+    A dataset given as a path that exists here is made absolute: the service that
+    loads it runs in another directory. A NAME that is no benchmark's name but a folder
+    here is a benchmark folder of the user's own (the `folder` benchmark, `path` = NAME).
+    """
+    options = read_options_file(path) if path is not None else {}
+    options.update(parse_pairs(pairs or []))
+    if name not in BENCHMARK_CONFIGS and Path(name).expanduser().is_dir():
+        name, options = "folder", {**options, "path": str(Path(name).expanduser().resolve())}
+    config = benchmark_config(name, options)
+    if isinstance(config, SWEbenchConfig) and Path(config.options.dataset).exists():
+        dataset = str(Path(config.options.dataset).resolve())
+        config = config.model_copy(update={"options": config.options.model_copy(update={"dataset": dataset})})
+    return config
+
+
+def benchmark_from_cli(name: str, pairs: list[str] | None, path: Path | None) -> BenchmarkConfig:
+    """`parse_benchmark` for a command: a wrong option is one line on stderr and exit code 2."""
+    try:
+        return parse_benchmark(name, pairs, path)
+    except OptionSyntaxError as exc:
+        fail_usage(str(exc))
+    except BenchmarkOptionError as exc:
+        if exc.field == "name":
+            fail_usage(exc.problems[0][1])
+        fail_usage(f"{name} options: {exc}")
+
+
+def fail_usage(message: str) -> NoReturn:
+    # As Text, so that brackets in a value ([a, b]) are not read as markup.
+    err_console.print(Text.assemble(("error:", "red"), " ", message), highlight=False)
+    raise typer.Exit(USAGE_ERROR)

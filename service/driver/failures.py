@@ -1,0 +1,77 @@
+"""Which failure of a parent an improve job diagnoses, and the excerpts of it the job carries."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from pydantic import ValidationError
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from contracts.jobs import FailedEvaluation
+from contracts.records import EvaluationResult
+from service.db.models import Evaluation
+
+# Each excerpt is cut to this many characters: a diff keeps its start, logs keep their end.
+MAX_EXCERPT = 6_000
+TRAJECTORY_MESSAGES = 12
+MAX_MESSAGE = 800
+PASSING = ("PASSED", "XFAIL")
+
+
+def failure_to_diagnose(
+    session: Session, *, run_id: str, parent_id: str, step_id: str
+) -> FailedEvaluation | None:
+    """One unresolved, finished evaluation of the parent in this run, chosen reproducibly by
+    step id (a job sent again diagnoses the same failure); None if it resolved everything."""
+    failed = session.scalars(
+        select(Evaluation)
+        .where(
+            Evaluation.run_id == run_id,
+            Evaluation.agent_id == parent_id,
+            Evaluation.status == "done",
+            Evaluation.resolved.is_not(True),
+        )
+        .order_by(Evaluation.task_id)
+    ).all()
+    if not failed:
+        return None
+    chosen = random.Random(step_id).choice(failed)
+    return excerpt(chosen)
+
+
+def excerpt(evaluation: Evaluation) -> FailedEvaluation:
+    result = _result(evaluation)
+    return FailedEvaluation(
+        evaluation_id=evaluation.id,
+        task_id=evaluation.task_id,
+        grade_reason=result.grade_reason,
+        agent_failure=result.failure,
+        failing_tests=[test for test, status in result.fail_to_pass.items() if status not in PASSING],
+        broken_tests=[test for test, status in result.pass_to_pass.items() if status not in PASSING],
+        diff=result.diff[:MAX_EXCERPT],
+        trajectory_tail=_trajectory_tail(result.trajectory),
+        agent_log_tail=_tail(result.agent_log),
+    )
+
+
+def _result(evaluation: Evaluation) -> EvaluationResult:
+    try:
+        return EvaluationResult.model_validate(evaluation.result or {"resolved": False})
+    except ValidationError:
+        # Rows written before results were stored whole: keep what explains the failure.
+        stored = evaluation.result or {}
+        failure = stored.get("failure")
+        return EvaluationResult(resolved=False, failure=str(failure) if failure else "no result was recorded")
+
+
+def _tail(text: str) -> str:
+    return text[-MAX_EXCERPT:]
+
+
+def _trajectory_tail(trajectory: object) -> str:
+    if not isinstance(trajectory, dict) or not isinstance(trajectory.get("messages"), list):
+        return ""
+    tail = trajectory["messages"][-TRAJECTORY_MESSAGES:]
+    return _tail("\n".join(json.dumps(message, ensure_ascii=False)[:MAX_MESSAGE] for message in tail))

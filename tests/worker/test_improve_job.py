@@ -1,0 +1,113 @@
+"""An improve job asks the service for agents' code and hands back the child: nothing else.
+
+The service is an httpx mock that records each request; the model and the sandbox
+are stubbed, since only the job's traffic with the service is under test here.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from typing import Any
+from unittest import mock
+
+import httpx
+import pytest
+
+from benchmarks.catalog import BenchmarkCatalog
+from contracts.benchmark_options import CladeMiniConfig
+from contracts.config import LimitsConfig
+from contracts.jobs import Budget, FailedEvaluation, ImproveJob
+from worker import diagnose, improve
+from worker.service_client import ServiceClient
+
+PARENT, IMPROVER = "a" * 40, "b" * 40
+TASK = "clade-mini__textkit-1"
+
+
+def agent_tar() -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        data = b'solve = "python -m agent"\n'
+        info = tarfile.TarInfo("agent.toml")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+class Service:
+    """Answers the worker endpoints and records every request."""
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(f"{request.method} {request.url.path}")
+        if request.url.path.endswith("/code"):
+            return httpx.Response(200, content=agent_tar())
+        return httpx.Response(200, json={"id": "c" * 40})
+
+
+class Chat:
+    """The diagnosis model: records the prompt it was given."""
+
+    prompts: list[str] = []
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.calls: list[Any] = []
+
+    def complete(self, body: dict[str, Any]) -> Any:
+        Chat.prompts.append(body["messages"][-1]["content"])
+        return mock.Mock(status=200, payload={"choices": [{"message": {"content": "Check your work."}}]})
+
+
+def job(improver: str, failure: FailedEvaluation | None) -> ImproveJob:
+    return ImproveJob(
+        run_id="r",
+        limits=LimitsConfig(),
+        budget=Budget(run_remaining_usd=1.0),
+        step_id="s",
+        parent_id=PARENT,
+        improver_id=improver,
+        diagnose_model="m",
+        improve_model="m",
+        benchmark=CladeMiniConfig(),
+        failure=failure,
+    )
+
+
+@pytest.mark.parametrize(
+    ("improver", "expected"),
+    [
+        (IMPROVER, [f"GET /api/worker/agents/{PARENT}/code", f"GET /api/worker/agents/{IMPROVER}/code"]),
+        (PARENT, [f"GET /api/worker/agents/{PARENT}/code"]),
+    ],
+)
+def test_at_most_three_requests_and_the_failure_reaches_the_prompt(
+    improver: str, expected: list[str]
+) -> None:
+    service = Service()
+    client = ServiceClient("http://service", "token")
+    client._http = httpx.Client(base_url="http://service", transport=httpx.MockTransport(service))
+    ctx = mock.Mock(client=client, catalog=BenchmarkCatalog())
+    failure = FailedEvaluation(
+        evaluation_id="e",
+        task_id=TASK,
+        grade_reason="1 of 1 FAIL_TO_PASS tests failed",
+        failing_tests=["tests/test_case.py::test_fix"],
+        diff="--- a/textkit/case.py\n",
+        agent_log_tail="the agent gave up",
+    )
+    outcome = mock.Mock(diff="diff --git a/x b/x\n", calls=[], failure=None)
+    Chat.prompts = []
+    with (
+        mock.patch.object(diagnose, "MeteredChat", Chat),
+        mock.patch.object(improve, "run_agent", return_value=outcome) as run_agent,
+        mock.patch.object(improve, "validate_child", return_value=None),
+    ):
+        assert improve.improve(ctx, job(improver, failure)) == f"child {'c' * 12}"
+    assert service.requests == [*expected, "POST /api/worker/steps/s/child"]
+    (prompt,) = Chat.prompts
+    for excerpt in (TASK, "tests/test_case.py::test_fix", "--- a/textkit/case.py", "the agent gave up"):
+        assert excerpt in prompt
+    assert run_agent.call_args.args[1].budget == Budget(run_remaining_usd=1.0)  # the job's, as sent
