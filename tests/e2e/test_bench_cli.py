@@ -8,8 +8,8 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-from tests.conftest import tar_of
 from tests.e2e.conftest import SEED_AGENT, Cluster
+from tests.helpers import tar_of
 from worker.curriculum import Curriculum
 
 RESOLVED = "clade-mini__textkit-1"
