@@ -60,7 +60,7 @@ def test_an_unanswered_evaluation_from_before_0002_reads_as_a_typed_result(blank
             _legacy_rows(connection)
         upgrade(database_url)
         with engine.connect() as connection:
-            rows = connection.execute(sa.text("select id, result from evaluations")).tuples().all()
+            rows = [tuple(row) for row in connection.execute(sa.text("select id, result from evaluations"))]
     finally:
         engine.dispose()
     stored = {key: value if isinstance(value, str) else json.dumps(value) for key, value in rows}
