@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Annotated, Any
 
@@ -42,19 +43,37 @@ def check(
     name: str,
     workers: Annotated[int, typer.Option(min=1, help="Tasks graded in parallel")] = 2,
     timeout: Annotated[float, typer.Option(help="Seconds for each task's tests")] = 300,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A benchmark option KEY=VALUE (repeatable); VALUE is JSON, or a comma-separated "
+            "list (`languages=go,rust`, `languages=go,`), or a string (`root=/data/polyglot`)"
+        ),
+    ] = None,
 ) -> None:
     """Grade every task with its gold patch and with the empty patch, here (needs Docker)."""
+    from benchmarks.base import BenchmarkError
     from benchmarks.check import check_benchmark
+    from benchmarks.images import build_benchmark_image, has_image
     from benchmarks.registry import get_benchmark
     from contracts.settings import get_settings
+    from sandbox.base import SandboxError
     from sandbox.docker_backend import connect
     from sandbox.images.build import ensure_base_image
     from sandbox.registry import get_backend
 
     cli: CliContext = ctx.obj
     settings = get_settings()
-    benchmark = get_benchmark(name)
-    image = ensure_base_image(connect(), settings.image_cache_dir)
+    with reported_errors():
+        options = parse_options(option or [])
+        try:
+            image = ensure_base_image(connect(), settings.image_cache_dir)
+            if has_image(name):
+                cli.console.print(f"building {name}'s image if needed (the first time takes a while) ...")
+                build_benchmark_image(name, connect(), settings.image_cache_dir, progress=lambda _line: None)
+            benchmark = get_benchmark(name, **options)
+        except (BenchmarkError, SandboxError) as exc:
+            raise CliError(str(exc)) from exc
     backend = get_backend(settings.sandbox_backend, owner="bench-check")
     total = len(benchmark.tasks())
     with _progress() as bar:
@@ -62,7 +81,8 @@ def check(
         results = check_benchmark(
             benchmark, backend, image, timeout, progress=lambda *_: bar.advance(job), workers=workers
         )
-    bad = [r for r in results if not r.ok]
+    passing_stubs = [r for r in results if r.starting_code_passes]
+    bad = [r for r in results if not r.ok and not r.starting_code_passes]
     if cli.as_json:
         cli.emit_json([r.model_dump(mode="json", exclude={"gold", "empty"}) for r in results])
     else:
@@ -73,10 +93,31 @@ def check(
             note = "; ".join(r.problems + r.warnings)
             table.add_row(r.instance_id, _mark(r.gold_resolves), _mark(not r.empty_resolves), note[:80])
         cli.console.print(table)
+    if passing_stubs:
+        cli.console.print(
+            f"[yellow]{len(passing_stubs)} task(s) already pass as shipped (nothing to solve): "
+            f"{', '.join(r.instance_id for r in passing_stubs)}[/yellow]"
+        )
     if bad:
         cli.console.print(f"[red]{len(bad)} of {len(results)} tasks failed the check[/red]")
         raise typer.Exit(1)
-    cli.console.print(f"[green]all {len(results)} tasks: gold resolves, empty does not[/green]")
+    good = len(results) - len(passing_stubs)
+    cli.console.print(f"[green]{good} of {len(results)} tasks: gold resolves, empty does not[/green]")
+
+
+def parse_options(pairs: list[str]) -> dict[str, Any]:
+    """`KEY=VALUE` pairs as benchmark options: VALUE as JSON when it is, else a list when it
+    has a comma (empty items dropped), else the string."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise CliError(f"--option {pair!r}: expected KEY=VALUE")
+        try:
+            options[key] = json.loads(value)
+        except ValueError:
+            options[key] = [item for item in value.split(",") if item] if "," in value else value
+    return options
 
 
 def _mark(ok: bool) -> str:

@@ -75,7 +75,27 @@ def test_find_mirror_reads_both_formats_in_apt_order(tmp_path: Path) -> None:
     assert find_mirror("bookworm", tmp_path).uri == "http://mirror.example/debian"
     assert find_mirror("trixie", tmp_path).uri == "http://second.example/debian"
     with pytest.raises(SandboxUnavailable, match="sid"):
-        find_mirror("sid", tmp_path)
+        find_mirror("sid", tmp_path, scripts=tmp_path / "no-debootstrap-scripts")
+
+
+def test_find_mirror_falls_back_to_the_archive_of_another_release(tmp_path: Path) -> None:
+    # The host lists only bookworm; its archive serves trixie too (debootstrap builds both
+    # with sid's script), but not an Ubuntu release (another script).
+    (tmp_path / "sources.list").write_text(
+        "deb http://security.example/debian-security bookworm-security main\n"
+        "deb [signed-by=/none.gpg] http://archive.example/debian bookworm main\n"
+    )
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "sid").write_text("# debian\n")
+    (scripts / "gutsy").write_text("# ubuntu\n")
+    for name, target in (("bookworm", "sid"), ("trixie", "sid"), ("noble", "gutsy")):
+        (scripts / name).symlink_to(target)
+    assert find_mirror("trixie", tmp_path, scripts=scripts) == AptSource(
+        "http://archive.example/debian", ("trixie",), None
+    )
+    with pytest.raises(SandboxUnavailable, match="noble"):
+        find_mirror("noble", tmp_path, scripts=scripts)
 
 
 def test_find_mirror_on_this_machine() -> None:
