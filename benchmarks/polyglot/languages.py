@@ -56,7 +56,7 @@ _JAVA_TEST_SCRIPT = (
     f"cp={_JAVA_CLASSPATH}; "
     'javac -encoding UTF-8 -nowarn -d $out/main -cp "$cp" $(find src/main/java -name "*.java"); '
     'javac -encoding UTF-8 -nowarn -d $out/test -cp "$out/main:$cp" $(find src/test/java -name "*.java"); '
-    f"exec java -jar {_JAVA_JARS}/junit-platform-console-standalone.jar --disable-banner "
+    f"exec java -jar {_JAVA_JARS}/junit-platform-console-standalone.jar execute --disable-banner "
     '--details=tree --fail-if-no-tests -cp "$out/main:$out/test:$cp" --scan-classpath $out/test'
 )
 
