@@ -68,7 +68,7 @@ def check(
         options = parse_options(option or [])
         try:
             image = ensure_base_image(connect(), settings.image_cache_dir)
-            if has_image(name):
+            if has_image(name) and not cli.as_json:
                 cli.console.print(f"building {name}'s image if needed (the first time takes a while) ...")
                 build_benchmark_image(name, connect(), settings.image_cache_dir, progress=lambda _line: None)
             benchmark = get_benchmark(name, **options)

@@ -9,8 +9,10 @@ Layers, each cached by a digest of its inputs:
    and the Java test libraries (JUnit 5, AssertJ, org.json);
 2. Clade's Python venv, as in the base image (wheels for trixie's Python 3.13);
 3. the npm packages the JavaScript exercises' package.json asks for, installed on the host
-   with npm, at /node_modules (Node and npm find it from any folder below /), and a cargo
-   configuration at /.cargo/config.toml that points crates.io at Debian's registry.
+   with npm, at /node_modules (Node and npm find it from any folder below /); a cargo
+   configuration at /.cargo/config.toml that points crates.io at Debian's registry; and
+   a Go build cache with the standard packages the exercises use, which the Go test
+   command copies to /tmp (Go ships no compiled standard library).
 
 Containers never reach a network: nothing is fetched at test time.
 """
@@ -25,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.polyglot.languages import SPECS, LanguageName
+from benchmarks.polyglot.languages import GO_CACHE, SPECS, LanguageName
 from sandbox.base import LABEL_PREFIX
 from sandbox.images.build import (
     BaseImageRecipe,
@@ -54,6 +56,15 @@ directory = "/usr/share/cargo/registry"
 [net]
 offline = true
 """
+
+
+# Standard packages the Go exercises import, compiled once into GO_CACHE: Go ships no
+# compiled standard library, and building these again in every grading takes a minute.
+GO_WARM_PACKAGES = (
+    "bytes", "crypto/rand", "errors", "fmt", "io", "log", "math", "math/rand", "os", "reflect",
+    "regexp", "runtime", "slices", "sort", "strconv", "strings", "sync", "testing", "time",
+    "unicode", "unicode/utf8",
+)  # fmt: skip
 
 
 def _quiet(_line: str) -> None:
@@ -85,6 +96,7 @@ class PolyglotImageRecipe:
         sorted({package for spec in SPECS.values() for package in spec.npm_packages})
     )
     cargo_config: str = _CARGO_CONFIG
+    go_warm_packages: tuple[str, ...] = GO_WARM_PACKAGES
     layout_version: int = 1
 
     def key(self) -> str:
@@ -138,14 +150,26 @@ def ensure_polyglot_image(
             cargo = Path(tmp) / ".cargo"
             cargo.mkdir()
             (cargo / "config.toml").write_text(recipe.cargo_config)
+            warm = Path(tmp) / "go-warm"
+            warm.mkdir()
+            (warm / "go.mod").write_text("module warm\n\ngo 1.18\n")
+            imports = "".join(f'import _ "{package}"\n' for package in recipe.go_warm_packages)
+            (warm / "warm_test.go").write_text(f"package warm\n\n{imports}")
+            go_env = " ".join(f"{key}={value}" for key, value in SPECS["go"].env.items() if key != "GOCACHE")
             return commit_files_layer(
                 client,
                 from_image=base_tag,
-                trees=[(tree / "node_modules", "/node_modules"), (cargo, "/.cargo")],
+                trees=[(tree / "node_modules", "/node_modules"), (cargo, "/.cargo"), (warm, "/tmp/go-warm")],
                 commands=[
                     ["ln", "-sf", "/node_modules/npm/bin/npm-cli.js", "/usr/local/bin/npm"],
                     ["ln", "-sf", "/node_modules/npm/bin/npx-cli.js", "/usr/local/bin/npx"],
-                    ["chmod", "-R", "a+rX", "/node_modules", "/.cargo"],
+                    [
+                        "sh",
+                        "-c",
+                        f"cd /tmp/go-warm && env {go_env} HOME=/tmp GOCACHE={GO_CACHE} go test ./... "
+                        "&& rm -rf /tmp/go-warm /tmp/go",
+                    ],
+                    ["chmod", "-R", "a+rX", "/node_modules", "/.cargo", GO_CACHE],
                 ],
                 config=config,
                 tag=tag,
