@@ -1,9 +1,11 @@
 """The languages of the Aider polyglot layout: toolchain, test command, and what grading protects.
 
 Test commands follow Aider's benchmark (`pytest`, `cargo test -- --include-ignored`,
-`go test ./...`, `npm test`, gradle, cmake + make) adapted to a sandbox without
-network: caches go to /tmp (the only writable place besides the repository) and the
-dependencies a language needs (jest, the JUnit jars, ...) must already be in the image.
+`go test ./...`, `npm test`, cmake + make; javac and JUnit's console launcher where Aider
+runs Gradle) adapted to a sandbox without network: caches and build trees go to /tmp (the
+only writable place besides the repository; an exec tmpfs when grading) and the
+dependencies a language needs (jest, the JUnit jars, the crates) are in the toolchain
+image (`image.py`).
 """
 
 from __future__ import annotations
