@@ -63,15 +63,16 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--build", choices=["cache", "nothing"], help="time a rebuild of the image first")
     parser.add_argument("--cache-dir", type=Path, help="image build cache (default ~/.cache/clade/images)")
+    parser.add_argument("--image", help="grade in this toolchain image (default: built from the recipe)")
     args = parser.parse_args()
 
     if args.build:
         seconds = build(args.build, args.cache_dir)
         print(f"toolchain image built from {args.build}: {seconds:.0f} s")
     client = connect()
-    image = ensure_polyglot_image(client, args.cache_dir)
+    image = args.image or ensure_polyglot_image(client, args.cache_dir)
     base = ensure_base_image(client, args.cache_dir)
-    options: dict[str, object] = {"root": args.root or TOOLCHAIN_FIXTURES}
+    options: dict[str, object] = {"root": args.root or TOOLCHAIN_FIXTURES, "image": image}
     if args.languages:
         options["languages"] = args.languages.split(",")
     if args.exercises:

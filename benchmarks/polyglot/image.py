@@ -74,12 +74,13 @@ def _quiet(_line: str) -> None:
 def _rootfs() -> RootfsRecipe:
     base = RootfsRecipe()
     packages = {package for spec in SPECS.values() for package in spec.debian_packages}
-    # Crates go in by apt after debootstrap, whose resolver cannot follow their virtual packages.
-    crates = sorted(package for package in packages if package.startswith("librust-"))
+    # Libraries (the crates above all) go in by apt after debootstrap, whose resolver cannot
+    # follow their virtual packages.
+    libraries = sorted(p for p in packages if p.startswith("lib") and p.endswith("-dev"))
     return RootfsRecipe(
         suite=SUITE,
-        packages=(*base.packages, *sorted(packages.difference(crates))),
-        apt_packages=tuple(crates),
+        packages=(*base.packages, *sorted(packages.difference(libraries))),
+        apt_packages=tuple(libraries),
     )
 
 

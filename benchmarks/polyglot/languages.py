@@ -191,7 +191,8 @@ SPECS: dict[LanguageName, LanguageSpec] = {
                 "&& make -C /tmp/build",
             ],
             runner_files=("CMakeLists.txt", "*.cmake", "test/*"),
-            debian_packages=("cmake", "make", "g++"),
+            # gigasecond and meetup build against Boost.Date_Time.
+            debian_packages=("cmake", "make", "g++", "libboost-date-time-dev"),
         ),
     )
 }
