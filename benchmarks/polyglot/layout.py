@@ -184,7 +184,7 @@ def statement(exercise: Exercise) -> str:
         "they all pass. Do not change the tests: they are put back as they were before "
         "grading. Keep the names of the existing functions, classes and files, which the "
         "tests use, and use only the language's standard library"
-        + (" and the crates Cargo.toml lists." if exercise.language == "rust" else ".")
+        + (f" and the crates {', '.join(exercise.extra_crates)}." if exercise.extra_crates else ".")
     )
     return "\n\n".join(parts) + "\n"
 

@@ -67,7 +67,7 @@ def test_rust_repository_lists_the_crates_the_example_uses(polyglot: Polyglot, t
     # Any version: the image holds the one Debian packages, not the example's old pin.
     assert (repo / "Cargo.toml").read_text().endswith('[dependencies]\nitertools = "*"\n')
     assert patch_paths(task.patch) == ["src/lib.rs"]
-    assert "the crates Cargo.toml lists" in task.problem_statement
+    assert "standard library and the crates itertools." in task.problem_statement
     assert add_crates('[package]\nname = "x"\n\n[dependencies]\nrand = "0.8"\n', ("regex",)) == (
         '[package]\nname = "x"\n\n[dependencies]\nregex = "*"\nrand = "0.8"\n'
     )
