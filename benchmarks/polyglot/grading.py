@@ -23,6 +23,8 @@ from sandbox.ownership import make_world_writable
 
 LOG_TAIL_CHARS = 5_000
 GRADE_TMPFS_MB = 1024
+# C++'s bank-account test starts 1,000 threads at once; still a bound on a fork bomb.
+GRADE_PIDS = 2048
 
 
 class Protection(BaseModel):
@@ -108,6 +110,7 @@ def _run_tests(
         # trees of the larger Rust crates need more room than the default.
         tmpfs_exec=True,
         tmpfs_mb=GRADE_TMPFS_MB,
+        pids=GRADE_PIDS,
         labels={f"{LABEL_PREFIX}.purpose": "grade", f"{LABEL_PREFIX}.task": task.instance_id},
     )
     sandbox = backend.start(sandbox_spec)
