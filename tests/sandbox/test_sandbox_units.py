@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 from functools import partial
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 
 from sandbox.base import SandboxError, SandboxUnavailable
 from sandbox.docker_exec import CappedOutput, FrameDemuxer
+from sandbox.images import rootfs
 from sandbox.images.apt_sources import AptSource, find_mirror, parse_deb822, parse_one_line
 from sandbox.images.rootfs import RootfsRecipe, customise
 from sandbox.images.wheels import InvalidRequirement, WheelTarget, normalise
@@ -96,6 +98,28 @@ def test_find_mirror_falls_back_to_the_archive_of_another_release(tmp_path: Path
     )
     with pytest.raises(SandboxUnavailable, match="noble"):
         find_mirror("noble", tmp_path, scripts=scripts)
+
+
+def test_a_failed_debootstrap_keeps_its_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A stand-in debootstrap that fails as the real one does: the cause only in its own log,
+    # inside the root that is about to be removed.
+    fake = tmp_path / "bin" / "debootstrap"
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/bin/sh\n"
+        "for arg; do root=$previous; previous=$arg; done\n"
+        'mkdir -p "$root/debootstrap"\n'
+        """echo "E: Couldn't find these debs: npm" > "$root/debootstrap/debootstrap.log"\n"""
+        'echo "W: Failure trying to run: chroot"\n'
+        "exit 1\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    log = tmp_path / "logs" / "trixie.log"
+    with pytest.raises(SandboxError, match=f"full log is in {log}") as caught:
+        rootfs._debootstrap(RootfsRecipe(), tmp_path / "root", "http://m.example/d", None, print, log=log)
+    assert "W: Failure trying to run" in str(caught.value)
+    assert "Couldn't find these debs: npm" in log.read_text()
 
 
 def test_find_mirror_on_this_machine() -> None:
