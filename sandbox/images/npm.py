@@ -20,8 +20,8 @@ from sandbox.base import SandboxError, SandboxUnavailable
 
 Progress = Callable[[str], None]
 
-# `name@range` or `@scope/name@range`.
-_SPEC = re.compile(r"^(@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*@[A-Za-z0-9.^~<>=| *+-]+$")
+# `name@range` or `@scope/name@range`, the range without spaces.
+_SPEC = re.compile(r"^(@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*@[A-Za-z0-9.^~<>=|*+-]+$")
 
 
 def ensure_npm_tree(packages: Sequence[str], cache_dir: Path, *, progress: Progress) -> Path:

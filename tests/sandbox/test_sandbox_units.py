@@ -13,6 +13,7 @@ from sandbox.base import SandboxError, SandboxUnavailable
 from sandbox.docker_exec import CappedOutput, FrameDemuxer
 from sandbox.images import rootfs
 from sandbox.images.apt_sources import AptSource, find_mirror, parse_deb822, parse_one_line
+from sandbox.images.npm import ensure_npm_tree
 from sandbox.images.rootfs import RootfsRecipe, customise
 from sandbox.images.wheels import InvalidRequirement, WheelTarget, normalise
 from sandbox.registry import UnknownBackend, backend_names, get_backend
@@ -223,3 +224,10 @@ def test_registry_knows_docker_and_names_the_known_ones() -> None:
     with pytest.raises(UnknownBackend, match="known: docker") as caught:
         get_backend("podman-maybe")
     assert isinstance(caught.value, SandboxError) and isinstance(caught.value, LookupError)
+
+
+@pytest.mark.parametrize("spec", ["jest", "jest@^29 --global", "../evil@1", "https://x.example/p.tgz@1"])
+def test_npm_tree_takes_only_name_at_range(tmp_path: Path, spec: str) -> None:
+    with pytest.raises(ValueError, match="name@range"):
+        ensure_npm_tree(["jest@^29.7.0", spec], tmp_path, progress=print)
+    assert not (tmp_path / "npm").exists()  # refused before npm runs
