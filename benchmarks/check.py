@@ -42,6 +42,9 @@ class TaskCheck(BaseModel):
     ok: bool  # the gold patch resolves the task and the empty patch does not (both graded)
     gold_resolves: bool
     empty_resolves: bool
+    # Both resolve: the starting code already passes (Exercism's refactoring exercises); not
+    # a fault of the grader, but nothing a patch can be judged on.
+    starting_code_passes: bool = False
     problems: list[str]  # why the task is not ok (empty when it is)
     warnings: list[str]  # findings that do not change `ok`
     gold: GradeReport
@@ -118,6 +121,8 @@ def judge_task(
         problems.append(f"the gold patch does not resolve it: {gold.reason}")
     if empty_error is not None:
         problems.append(f"grading with the empty patch failed: {empty_error}")
+    elif empty.resolved and gold_error is None and gold.resolved:
+        problems.append(f"the starting code already passes its tests (nothing to solve): {empty.reason}")
     elif empty.resolved:
         problems.append(f"the empty patch resolves it: {empty.reason}")
     if empty_error is None and empty.patch_applied and empty.test_statuses:
@@ -133,6 +138,7 @@ def judge_task(
         ok=not problems,
         gold_resolves=gold.resolved,
         empty_resolves=empty.resolved,
+        starting_code_passes=gold_error is None and empty_error is None and gold.resolved and empty.resolved,
         problems=problems,
         warnings=warnings,
         gold=gold,
@@ -143,7 +149,7 @@ def judge_task(
 
 def describe(check: TaskCheck) -> str:
     """One line for people: "ok" or "FAIL", the task, and what is wrong if anything."""
-    status = "ok  " if check.ok else "FAIL"
+    status = "ok  " if check.ok else "STUB" if check.starting_code_passes else "FAIL"
     notes = "; ".join([*check.problems, *check.warnings]) or "gold resolves, empty does not"
     return f"{status} {check.instance_id} ({check.duration_s:.1f}s): {notes}"
 

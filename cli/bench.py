@@ -97,6 +97,7 @@ def check(
     """
     from benchmarks.base import BenchmarkError, OptionError
     from benchmarks.check import check_benchmark
+    from benchmarks.images import build_benchmark_image, has_image
     from benchmarks.registry import build_benchmark
     from contracts.settings import get_settings
     from sandbox.base import SandboxError
@@ -109,13 +110,23 @@ def check(
     settings = get_settings()
     with reported_errors():
         try:
+            connection = connect()
+            image = ensure_base_image(connection, settings.image_cache_dir)
+            if has_image(config.name):  # its toolchains must exist before it loads
+                err_console.print(
+                    f"building {config.name}'s image if needed (the first time takes a while) ..."
+                )
+                build_benchmark_image(
+                    config.name, connection, settings.image_cache_dir, progress=lambda _: None
+                )
             benchmark = build_benchmark(config)
         except OptionError as exc:
             raise CliError(f"{name} option {exc.field}: {exc}") from exc
         except BenchmarkError as exc:
             raise CliError(f"{name} cannot load: {exc}") from exc
+        except SandboxError as exc:
+            raise CliError(f"cannot run sandboxes: {exc}") from exc
         try:
-            image = ensure_base_image(connect(), settings.image_cache_dir)
             backend = get_backend(settings.sandbox_backend, owner="bench-check")
             total = len(benchmark.tasks())
             with _progress() as bar:
@@ -130,8 +141,10 @@ def check(
 
 def report_check(cli: CliContext, name: str, results: list[TaskCheck]) -> None:
     """The check's results on stdout (a table, or one JSON document); the verdict on stderr
-    with --json; exit code 1 if any task failed."""
-    bad = [r for r in results if not r.ok]
+    with --json; exit code 1 if any task failed. Tasks whose starting code already passes
+    (nothing to solve) are listed apart, not as failures."""
+    passing_stubs = [r for r in results if r.starting_code_passes]
+    bad = [r for r in results if not r.ok and not r.starting_code_passes]
     if cli.as_json:
         cli.emit_json([r.model_dump(mode="json", exclude={"gold", "empty"}) for r in results])
     else:
@@ -143,10 +156,16 @@ def report_check(cli: CliContext, name: str, results: list[TaskCheck]) -> None:
             table.add_row(r.instance_id, _mark(r.gold_resolves), _mark(not r.empty_resolves), note[:80])
         cli.console.print(table)
     summary = err_console if cli.as_json else cli.console
+    if passing_stubs:
+        summary.print(
+            f"[yellow]{len(passing_stubs)} task(s) already pass as shipped (nothing to solve): "
+            f"{', '.join(r.instance_id for r in passing_stubs)}[/yellow]"
+        )
     if bad:
         summary.print(f"[red]{len(bad)} of {len(results)} tasks failed the check[/red]")
         raise typer.Exit(1)
-    summary.print(f"[green]all {len(results)} tasks: gold resolves, empty does not[/green]")
+    good = len(results) - len(passing_stubs)
+    summary.print(f"[green]{good} of {len(results)} tasks: gold resolves, empty does not[/green]")
 
 
 def _mark(ok: bool) -> str:

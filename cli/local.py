@@ -131,9 +131,30 @@ images_app = typer.Typer(no_args_is_help=True)
 
 
 @images_app.command("build")
-def images_build() -> None:
-    """Build (or reuse) the sandbox base image and the agent runtime."""
+def images_build(
+    benchmark: Annotated[
+        str | None, typer.Option(help="Also build this benchmark's own image (e.g. polyglot's toolchains)")
+    ] = None,
+) -> None:
+    """Build (or reuse) the sandbox base image and the agent runtime, and a benchmark's image when asked."""
     build_images()
+    if benchmark is not None:
+        from benchmarks.base import BenchmarkError
+        from benchmarks.images import build_benchmark_image
+        from cli.client import CliError
+        from cli.output import reported_errors
+        from sandbox.base import SandboxError
+        from sandbox.docker_backend import connect
+
+        started = time.monotonic()
+        with reported_errors():
+            try:
+                tag = build_benchmark_image(
+                    benchmark, connect(), get_settings().image_cache_dir, progress=typer.echo
+                )
+            except (BenchmarkError, SandboxError) as exc:
+                raise CliError(str(exc)) from exc
+        typer.echo(f"{benchmark} image ready: {tag} ({time.monotonic() - started:.0f}s)")
 
 
 def register(app: typer.Typer) -> None:

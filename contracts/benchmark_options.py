@@ -90,6 +90,10 @@ class PolyglotOptions(Options):
     # The languages whose toolchain the sandbox image has, when known; when None, the
     # image is probed for any language not in the base image (Python is).
     available_languages: list[LanguageName] | None = None
+    # The image that runs and grades the exercises of every language but Python (which
+    # runs in Clade's base image); default: the toolchain image that
+    # `clade images build --benchmark polyglot` builds.
+    image: str | None = Field(default=None, min_length=1)
 
     @field_validator("root")
     @classmethod

@@ -58,6 +58,9 @@ class SandboxSpec(BaseModel):
     cpus: float = Field(default=1.0, gt=0)
     pids: int = Field(default=256, ge=8)
     tmpfs_mb: int = Field(default=512, ge=1)
+    # Programs written to /tmp may run (compilers build test binaries there); the tmpfs
+    # keeps its size limit either way.
+    tmpfs_exec: bool = False
     output_cap_bytes: int = Field(default=1_000_000, ge=1024)
     labels: dict[str, str] = Field(default_factory=dict)
     network: Literal["none"] = "none"

@@ -111,6 +111,8 @@ def connect(base_url: str | None = None) -> Any:
 
 def _host_config(spec: SandboxSpec) -> dict[str, Any]:
     memory = f"{spec.memory_mb}m"
+    # Docker mounts a tmpfs noexec unless told otherwise.
+    tmp_exec = "exec" if spec.tmpfs_exec else "noexec"
     return {
         "network_mode": "none",
         "mem_limit": memory,
@@ -118,7 +120,7 @@ def _host_config(spec: SandboxSpec) -> dict[str, Any]:
         "nano_cpus": int(spec.cpus * 1e9),
         "pids_limit": spec.pids,
         "read_only": True,
-        "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={spec.tmpfs_mb}m,mode=1777"},
+        "tmpfs": {"/tmp": f"rw,{tmp_exec},nosuid,nodev,size={spec.tmpfs_mb}m,mode=1777"},
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges"],
         "init": True,

@@ -7,8 +7,10 @@ A task's statement is the exercise's instructions plus which files to edit; its
 repository holds the stub solution files and the tests (as in Aider's benchmark), not
 the example solution; its gold patch turns the stubs into the example solution.
 Grading puts the tests back as shipped and passes when the language's test command
-exits 0 (see `grading.py`). Loading a language whose toolchain the sandbox image lacks
-raises `ToolchainMissing` (see `toolchains.py`).
+exits 0 (see `grading.py`). Python exercises run in Clade's base image; the others in the
+toolchain image (`image.py`; the `image` option names another), whose tag each task
+carries. Loading a language whose toolchain that image lacks raises `ToolchainMissing`
+(see `toolchains.py`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from typing import Any
 from benchmarks.base import BrokenTask, GradeReport, Task, UnknownTask
 from benchmarks.polyglot.fixtures import FIXTURES_DIR
 from benchmarks.polyglot.grading import grade_exercise
-from benchmarks.polyglot.languages import LANGUAGES, SPECS, LanguageName
+from benchmarks.polyglot.image import polyglot_image_tag
+from benchmarks.polyglot.languages import BASE_IMAGE_LANGUAGES, LANGUAGES, SPECS, LanguageName
 from benchmarks.polyglot.layout import (
     ID_PREFIX,
     Exercise,
@@ -55,12 +58,13 @@ __all__ = [
 ]
 
 _BUILD_THREADS = 8
+REPO_PARENT = "/clade/exercises"
 
 
 class Polyglot:
     """The benchmark, from `PolyglotOptions` (a run configuration's) or the same options as
     keywords; `probe` (a Python hook, not a run option) replaces the default check of the
-    base image's toolchains."""
+    toolchain image."""
 
     name = "polyglot"
 
@@ -74,10 +78,11 @@ class Polyglot:
         self.options: PolyglotOptions = typed if typed is not None else parse_options(options)
         self.root = self.options.root or FIXTURES_DIR
         exercises = self._select()
+        self.toolchain_image = self.options.image or polyglot_image_tag()
         check_toolchains(
             dict.fromkeys(exercise.language for exercise in exercises),
             available=self.options.available_languages,
-            probe=probe or default_probe,
+            probe=probe or default_probe(self.toolchain_image),
         )
         with (
             tempfile.TemporaryDirectory(prefix="clade-polyglot-") as tmp,
@@ -85,7 +90,11 @@ class Polyglot:
         ):
             # Each task's base commit and gold patch come from a scratch repository.
             scratch = [Path(tmp) / str(index) for index in range(len(exercises))]
-            self._tasks: list[Task] = list(pool.map(_task, exercises, scratch))
+            images = [
+                None if exercise.language in BASE_IMAGE_LANGUAGES else self.toolchain_image
+                for exercise in exercises
+            ]
+            self._tasks: list[Task] = list(pool.map(_task, exercises, scratch, images))
         self._exercises = {exercise.instance_id: exercise for exercise in exercises}
 
     @property
@@ -120,6 +129,7 @@ class Polyglot:
         self, task: Task, diff: str, backend: SandboxBackend, image: str, timeout_s: float
     ) -> GradeReport:
         exercise = self.exercise(task)
+        image = task.image or image  # the toolchain image, for all languages but Python
         # ignore_cleanup_errors: files the sandbox user created may not be removable by us.
         with tempfile.TemporaryDirectory(prefix="clade-grade-", ignore_cleanup_errors=True) as tmp:
             repo = Path(tmp) / "repo"
@@ -163,7 +173,7 @@ class Polyglot:
         return [load_exercise(language, folder) for language, folder in folders]
 
 
-def _task(exercise: Exercise, work: Path) -> Task:
+def _task(exercise: Exercise, work: Path, image: str | None) -> Task:
     sha, patch = gold_patch(exercise, work)
     return Task(
         instance_id=exercise.instance_id,
@@ -175,4 +185,7 @@ def _task(exercise: Exercise, work: Path) -> Task:
         FAIL_TO_PASS=list(exercise.tests),
         PASS_TO_PASS=[],
         test_command=SPECS[exercise.language].command(list(exercise.tests)),
+        # Named after the exercise: C++'s CMakeLists takes the exercise's name from its folder.
+        repo_path=f"{REPO_PARENT}/{exercise.name}",
+        image=image,
     )

@@ -22,6 +22,9 @@ from sandbox.base import LABEL_PREFIX, ExecResult, Mount, SandboxBackend, Sandbo
 from sandbox.ownership import make_world_writable
 
 LOG_TAIL_CHARS = 5_000
+GRADE_TMPFS_MB = 1024
+# C++'s bank-account test starts 1,000 threads at once; still a bound on a fork bomb.
+GRADE_PIDS = 2048
 
 
 class Protection(BaseModel):
@@ -103,6 +106,11 @@ def _run_tests(
         image=image,
         mounts=[Mount(source=repo, target=task.repo_path, read_only=False)],
         workdir=task.repo_path,
+        # Go, cargo, CMake and javac build into /tmp and run what they built; the build
+        # trees of the larger Rust crates need more room than the default.
+        tmpfs_exec=True,
+        tmpfs_mb=GRADE_TMPFS_MB,
+        pids=GRADE_PIDS,
         labels={f"{LABEL_PREFIX}.purpose": "grade", f"{LABEL_PREFIX}.task": task.instance_id},
     )
     sandbox = backend.start(sandbox_spec)

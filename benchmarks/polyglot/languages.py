@@ -1,9 +1,11 @@
 """The languages of the Aider polyglot layout: toolchain, test command, and what grading protects.
 
 Test commands follow Aider's benchmark (`pytest`, `cargo test -- --include-ignored`,
-`go test ./...`, `npm test`, gradle, cmake + make) adapted to a sandbox without
-network: caches go to /tmp (the only writable place besides the repository) and the
-dependencies a language needs (jest, the JUnit jars, ...) must already be in the image.
+`go test ./...`, `npm test`, cmake + make; javac and JUnit's console launcher where Aider
+runs Gradle) adapted to a sandbox without network: caches and build trees go to /tmp (the
+only writable place besides the repository; an exec tmpfs when grading) and the
+dependencies a language needs (jest, the JUnit jars, the crates) are in the toolchain
+image (`image.py`).
 """
 
 from __future__ import annotations
@@ -29,13 +31,38 @@ _COMMON_ENV = {"HOME": "/tmp"}
 
 
 def _unskip_javascript(text: str) -> str:
-    # Exercism marks all but the first test `xtest`; Aider's npm-test.sh runs them all.
-    return re.sub(r"\bxtest\(", "test(", text)
+    # Exercism marks all but the first test `xtest` (or `xit`, `xdescribe`); Aider's
+    # npm-test.sh runs them all.
+    return re.sub(r"\bx(test|it|describe)\(", r"\1(", text)
 
 
 def _unskip_java(text: str) -> str:
     # Exercism marks all but the first test @Disabled; Aider's benchmark removes those.
     return re.sub(r"^[ \t]*@Disabled(\([^)]*\))?[ \t]*\r?\n", "", text, flags=re.MULTILINE)
+
+
+# Debian's crate packages (thiserror 1, not 2); `librust-<crate>-dev`.
+_RUST_CRATES = (
+    "anyhow", "counter", "itertools", "num-bigint", "num-traits",
+    "permutohedron", "rand", "regex", "thiserror-1", "time",
+)  # fmt: skip
+GO_CACHE = "/opt/clade-go-cache"
+_JAVA_JARS = "/usr/share/java"
+_JAVA_CLASSPATH = ":".join(
+    f"{_JAVA_JARS}/{jar}.jar"
+    for jar in (
+        "junit-jupiter-api", "junit-jupiter-params", "junit-platform-commons", "opentest4j",
+        "apiguardian-api", "assertj-core", "byte-buddy", "com.android.json",
+    )
+)  # fmt: skip
+_JAVA_TEST_SCRIPT = (
+    "set -e; out=/tmp/java-build; rm -rf $out; "
+    f"cp={_JAVA_CLASSPATH}; "
+    'javac -encoding UTF-8 -nowarn -d $out/main -cp "$cp" $(find src/main/java -name "*.java"); '
+    'javac -encoding UTF-8 -nowarn -d $out/test -cp "$out/main:$cp" $(find src/test/java -name "*.java"); '
+    f"exec java -jar {_JAVA_JARS}/junit-platform-console-standalone.jar execute --disable-banner "
+    '--details=tree --fail-if-no-tests -cp "$out/main:$out/test:$cp" --scan-classpath $out/test'
+)
 
 
 @dataclass(frozen=True)
@@ -50,6 +77,10 @@ class LanguageSpec:
     # Top-level modules the agent may not add (they would shadow the runner's own modules).
     shadowed: frozenset[str] = frozenset()
     unskip: Callable[[str], str] | None = None  # applied to the restored test files
+    # What the toolchain image (`image.py`) installs for this language: Debian packages,
+    # and npm packages installed on the host.
+    debian_packages: tuple[str, ...] = ()
+    npm_packages: tuple[str, ...] = ()
 
     def display_command(self, tests: list[str]) -> str:
         return " ".join(self.command(tests))
@@ -104,13 +135,26 @@ SPECS: dict[LanguageName, LanguageSpec] = {
                 "node_modules/*",
             ),
             unskip=_unskip_javascript,
+            debian_packages=("nodejs",),
+            # What the Exercism track's package.json needs to run `jest` (not its linters),
+            # and npm itself: Debian's npm does not install in a debootstrap.
+            npm_packages=(
+                "@babel/core@^7.25.2",
+                "@exercism/babel-preset-javascript@^0.2.1",
+                "babel-jest@^29.6.4",
+                "core-js@~3.37.1",
+                "jest@^29.7.0",
+                "npm@^10.8.2",
+            ),
         ),
         LanguageSpec(
             name="go",
             tools=("go",),
-            command=lambda tests: ["go", "test", "./..."],
+            # The image's warm build cache, copied where go may write (see image.py).
+            command=lambda tests: ["sh", "-c", f"cp -R {GO_CACHE} /tmp/go-cache && exec go test ./..."],
             env={"GOCACHE": "/tmp/go-cache", "GOPATH": "/tmp/go", "GOPROXY": "off", "GOTOOLCHAIN": "local"},
             runner_files=("*_test.go", "go.mod", "go.work", "vendor/*"),
+            debian_packages=("golang-go",),
         ),
         LanguageSpec(
             name="rust",
@@ -118,14 +162,24 @@ SPECS: dict[LanguageName, LanguageSpec] = {
             command=lambda tests: ["cargo", "test", "--offline", "--", "--include-ignored"],
             env={"CARGO_TARGET_DIR": "/tmp/cargo-target"},
             runner_files=("tests/*", "build.rs", ".cargo/*", "Cargo.toml", "Cargo.lock"),
+            # The crates the exercises' Cargo.toml and .meta/Cargo-example.toml use.
+            debian_packages=("cargo", "rustc", *(f"librust-{crate}-dev" for crate in _RUST_CRATES)),
         ),
         LanguageSpec(
             name="java",
-            tools=("java", "gradle"),
-            command=lambda tests: ["gradle", "test", "--offline", "--no-daemon", "--console=plain"],
-            env={"GRADLE_OPTS": "-Dorg.gradle.daemon=false"},
+            tools=("java", "javac"),
+            # javac and JUnit's console launcher, as Gradle would run them: Gradle itself
+            # would download its own distribution and the jars.
+            command=lambda tests: ["sh", "-c", _JAVA_TEST_SCRIPT],
             runner_files=("src/test/*", "*.gradle", "*.gradle.kts", "gradle.properties", "gradle/*"),
             unskip=_unskip_java,
+            # JUnit 5's console launcher instead of Gradle; org.json for rest-api.
+            debian_packages=(
+                "openjdk-21-jdk-headless",
+                "junit5",
+                "libassertj-core-java",
+                "libandroid-json-java",
+            ),
         ),
         LanguageSpec(
             name="cpp",
@@ -138,6 +192,8 @@ SPECS: dict[LanguageName, LanguageSpec] = {
                 "&& make -C /tmp/build",
             ],
             runner_files=("CMakeLists.txt", "*.cmake", "test/*"),
+            # gigasecond and meetup build against Boost.Date_Time.
+            debian_packages=("cmake", "make", "g++", "libboost-date-time-dev"),
         ),
     )
 }

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import shutil
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -53,6 +54,11 @@ class Exercise:
     solution: tuple[str, ...]  # files the agent is asked to edit
     tests: tuple[str, ...]
     examples: tuple[tuple[str, str], ...]  # (solution file, example file that replaces it)
+    # (new file, example file): the example's other files (Java's helper classes), which
+    # the gold patch adds next to the solution.
+    extra_examples: tuple[tuple[str, str], ...] = ()
+    # Crates the example needs (`.meta/Cargo-example.toml`), added to Cargo.toml.
+    extra_crates: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -86,7 +92,61 @@ def load_exercise(language: LanguageName, path: Path) -> Exercise:
     examples = pair_examples(solution, files.example)
     if not examples:
         raise BrokenTask(f"{where}: no example file matches a solution file ({', '.join(solution)})")
-    return Exercise(language, path.name, path, solution, tuple(files.test), examples)
+    extras = extra_examples(path, examples, files.example)
+    crates = _example_crates(where, path) if language == "rust" else ()
+    return Exercise(language, path.name, path, solution, tuple(files.test), examples, extras, crates)
+
+
+def extra_examples(
+    path: Path, examples: tuple[tuple[str, str], ...], listed: list[str]
+) -> tuple[tuple[str, str], ...]:
+    """The example files that replace no solution file, each with where the gold patch puts
+    it: beside the solution file whose example shares its folder (Java's
+    `.meta/src/reference/java/Frame.java` -> `src/main/java/Frame.java`). A file the
+    exercise already ships there (an editor file) stays as shipped."""
+    paired = {example for _, example in examples}
+    folders = {
+        str(PurePosixPath(example).parent): str(PurePosixPath(target).parent) for target, example in examples
+    }
+    extras: list[tuple[str, str]] = []
+    for example in listed:
+        if example in paired:
+            continue
+        source = PurePosixPath(example)
+        folder = folders.get(str(source.parent))
+        if folder is None:
+            continue  # a file the example does not place (no solution file in its folder)
+        target = str(PurePosixPath(folder) / source.name)
+        if not (path / target).exists():
+            extras.append((target, example))
+    return tuple(extras)
+
+
+def _example_crates(where: str, path: Path) -> tuple[str, ...]:
+    example = path / ".meta" / "Cargo-example.toml"
+    if not example.is_file():
+        return ()
+    try:
+        wanted = tomllib.loads(example.read_text()).get("dependencies", {})
+        shipped = tomllib.loads((path / "Cargo.toml").read_text()).get("dependencies", {})
+    except (tomllib.TOMLDecodeError, OSError) as exc:
+        raise BrokenTask(f"{where}: cannot read Cargo.toml or .meta/Cargo-example.toml: {exc}") from exc
+    return tuple(sorted(name for name in wanted if name not in shipped))
+
+
+def add_crates(cargo_toml: str, crates: tuple[str, ...]) -> str:
+    """`cargo_toml` with `crates` added to [dependencies] at any version: the image's
+    registry holds the one version Debian packages (the examples' older pins are not there)."""
+    if not crates:
+        return cargo_toml
+    lines = cargo_toml.splitlines()
+    added = [f'{name} = "*"' for name in crates]
+    header = next((index for index, line in enumerate(lines) if line.strip() == "[dependencies]"), None)
+    if header is None:
+        lines += ["", "[dependencies]", *added]
+    else:
+        lines[header + 1 : header + 1] = added
+    return "\n".join(lines) + "\n"
 
 
 def pair_examples(solution: tuple[str, ...], examples: list[str]) -> tuple[tuple[str, str], ...]:
@@ -123,7 +183,8 @@ def statement(exercise: Exercise) -> str:
         f"The tests are in {tests} and run with `{command}`; the exercise is solved when "
         "they all pass. Do not change the tests: they are put back as they were before "
         "grading. Keep the names of the existing functions, classes and files, which the "
-        "tests use, and use only the language's standard library."
+        "tests use, and use only the language's standard library"
+        + (f" and the crates {', '.join(exercise.extra_crates)}." if exercise.extra_crates else ".")
     )
     return "\n\n".join(parts) + "\n"
 
@@ -141,6 +202,9 @@ def build_repo(exercise: Exercise, dest: Path) -> str:
 
     # shutil.copy keeps the executable bit (gradlew), which git records.
     shutil.copytree(exercise.path, dest, ignore=ignore, copy_function=shutil.copy, dirs_exist_ok=True)
+    if exercise.extra_crates:
+        cargo = dest / "Cargo.toml"
+        cargo.write_text(add_crates(cargo.read_text(), exercise.extra_crates))
     git_ok(dest, "init", "--quiet", "--initial-branch=main")
     git_ok(dest, "add", "--all")
     git_ok(dest, "commit", "--quiet", "--no-verify", "--message", f"{ID_PREFIX}/{exercise.key}: exercise")
@@ -150,7 +214,8 @@ def build_repo(exercise: Exercise, dest: Path) -> str:
 def gold_patch(exercise: Exercise, work: Path) -> tuple[str, str]:
     """(base commit, the stub -> example diff), built in the empty folder `work`."""
     sha = build_repo(exercise, work)
-    for target, example in exercise.examples:
+    for target, example in (*exercise.examples, *exercise.extra_examples):
+        (work / target).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(exercise.path / example, work / target)
     git_ok(work, "add", "--all")
     return sha, git_ok(work, "diff", "--cached", "--binary")

@@ -1,4 +1,5 @@
-"""Does the sandbox image have a language's toolchain? Asked once, with `command -v` in a sandbox."""
+"""Does the image that runs and grades a language's exercises have its toolchain? Asked once,
+with `command -v` in a sandbox of that image."""
 
 from __future__ import annotations
 
@@ -39,24 +40,33 @@ def image_probe(backend: SandboxBackend, image: str, timeout_s: float = 60.0) ->
 
 
 _default_lock = threading.Lock()
-_default_found: set[str] | None = None
+_default_found: dict[str, set[str]] = {}
 
 
-def default_probe(tools: Sequence[str]) -> set[str]:
-    """Probe Clade's base image on the local Docker engine (built on first use), once per process."""
-    global _default_found
-    with _default_lock:
-        if _default_found is None:
-            from sandbox.docker_backend import DockerBackend, connect
-            from sandbox.images.build import ensure_base_image
+def default_probe(image: str) -> ToolchainProbe:
+    """A probe of `image` on the local Docker engine (never built or pulled here), asked
+    once per process and image."""
 
-            client = connect()
-            try:
-                backend = DockerBackend(client, owner=PROBE_OWNER)
-                _default_found = image_probe(backend, ensure_base_image(client))(_ALL_TOOLS)
-            finally:
-                client.close()
-        return _default_found & set(tools)
+    def probe(tools: Sequence[str]) -> set[str]:
+        with _default_lock:
+            if image not in _default_found:
+                from sandbox.docker_backend import DockerBackend, connect
+                from sandbox.images.build import image_exists
+
+                client = connect()
+                try:
+                    if not image_exists(client, image):
+                        raise SandboxError(
+                            f"the image {image} is not built; build it with "
+                            "`clade images build --benchmark polyglot`"
+                        )
+                    backend = DockerBackend(client, owner=PROBE_OWNER)
+                    _default_found[image] = image_probe(backend, image)(_ALL_TOOLS)
+                finally:
+                    client.close()
+            return _default_found[image] & set(tools)
+
+    return probe
 
 
 def check_toolchains(

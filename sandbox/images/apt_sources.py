@@ -21,12 +21,24 @@ class AptSource:
     keyring: Path | None = None
 
 
-def find_mirror(suite: str, apt_dir: Path = Path("/etc/apt")) -> AptSource:
-    """The first `deb` source in apt's configuration that serves `suite`."""
+_DEBOOTSTRAP_SCRIPTS = Path("/usr/share/debootstrap/scripts")
+
+
+def find_mirror(
+    suite: str, apt_dir: Path = Path("/etc/apt"), scripts: Path = _DEBOOTSTRAP_SCRIPTS
+) -> AptSource:
+    """The first `deb` source in apt's configuration that serves `suite`; failing that, the
+    first one that serves a release of the same distribution (debootstrap builds both with
+    one script: Debian's releases all share `sid`'s), since its archive holds every release."""
     sources = read_sources(apt_dir)
     for source in sources:
         if suite in source.suites:
             return source
+    family = _script(scripts, suite)
+    if family is not None:
+        for source in sources:
+            if any(_script(scripts, other) == family for other in source.suites):
+                return AptSource(source.uri, (suite,), source.keyring)
     seen = ", ".join(f"{s.uri} ({' '.join(s.suites)})" for s in sources) or "none"
     raise SandboxUnavailable(
         f"no apt source under {apt_dir} serves Debian '{suite}' (found: {seen}); pass a mirror explicitly"
@@ -108,6 +120,12 @@ def _stanzas(text: str) -> list[dict[str, str]]:
             key = key.strip().lower()
             current[key] = value.strip()
     return stanzas
+
+
+def _script(scripts: Path, suite: str) -> Path | None:
+    # `bookworm-updates` has no script: only whole releases count.
+    path = scripts / suite
+    return path.resolve() if "/" not in suite and path.is_file() else None
 
 
 def _keyring(value: str) -> Path | None:

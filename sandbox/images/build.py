@@ -245,3 +245,13 @@ def _inspect(client: Any, tag: str) -> dict[str, Any]:
 
 def _digest(value: object) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def image_exists(client: Any, tag: str) -> bool:
+    """Whether the engine has `tag` (never pulled)."""
+    return _exists(client, tag)
+
+
+def cached_build(client: Any, cache_dir: Path, tag: str, build: Callable[[], str]) -> str:
+    """`tag`, built by `build` once under the cache's lock unless the engine has it."""
+    return _cached_build(client, cache_dir, tag, build)

@@ -227,6 +227,35 @@ def _run(container: Any, command: list[str]) -> str:
     return output
 
 
+def commit_files_layer(
+    client: Any,
+    *,
+    from_image: str,
+    trees: list[tuple[Path, str]],
+    commands: list[list[str]],
+    config: ImageConfig,
+    tag: str,
+    progress: Progress,
+) -> str:
+    """Copy each (host folder, folder in the image) of `trees` into `from_image`, run
+    `commands` as root (network none), and commit as `tag`."""
+    with _build_container(client, from_image) as container:
+        for source, target in trees:
+            progress(f"copying {source} to {target}")
+            _put_dir(container, source, target)
+        container.start()
+        for command in commands:
+            _run(container, command)
+        container.kill()
+        repository, _, version = tag.rpartition(":")
+        try:
+            container.commit(repository=repository, tag=version, changes=config.changes())
+        except DockerException as exc:
+            raise SandboxError(f"committing {tag} failed: {exc}") from exc
+    progress(f"committed {tag}")
+    return tag
+
+
 # For the other image builders of this package (the agent runtime).
 build_container = _build_container
 run_in = _run

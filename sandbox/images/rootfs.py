@@ -53,9 +53,15 @@ class RootfsRecipe:
     trimmed: tuple[str, ...] = _TRIM
     # Bump when the way the tree is customised changes.
     layout_version: int = 1
+    # Installed after debootstrap by apt-get in the new root: debootstrap's own resolver
+    # cannot follow virtual packages (Debian's librust-*-dev depend on many).
+    apt_packages: tuple[str, ...] = ()
 
     def key(self) -> str:
-        blob = json.dumps(asdict(self), sort_keys=True).encode()
+        fields = asdict(self)
+        if not self.apt_packages:
+            del fields["apt_packages"]  # so recipes without any keep their key
+        blob = json.dumps(fields, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()
 
 
@@ -93,6 +99,8 @@ def ensure_rootfs_tar(
         root = work / "root"
         progress(f"debootstrap {recipe.suite} ({recipe.variant}) from {mirror}; takes a minute or two")
         _debootstrap(recipe, root, mirror, keyring, progress, log)
+        if recipe.apt_packages:
+            _apt_install(root, recipe.apt_packages, progress)
         customise(root, recipe)
         progress("packing the OS layer")
         partial = work / "rootfs.tar"
@@ -134,6 +142,8 @@ def _check_host() -> None:
 def _debootstrap(
     recipe: RootfsRecipe, root: Path, mirror: str, keyring: Path | None, progress: Progress, log: Path
 ) -> None:
+    """Run debootstrap into `root`; when it fails, its own log (the cause is there, not in its
+    output) is kept at `log`, since the work folder holding it is removed."""
     command = [
         "debootstrap",
         f"--variant={recipe.variant}",
@@ -162,6 +172,31 @@ def _debootstrap(
                 handle.write(f"\n--- {detail.name} ---\n" + detail.read_text(errors="replace"))
     if proc.returncode != 0:
         raise SandboxError(f"debootstrap failed ({proc.returncode}); full log: {log}\n" + "\n".join(tail))
+
+
+def _apt_install(root: Path, packages: tuple[str, ...], progress: Progress) -> None:
+    """apt-get install `packages` in the debootstrapped `root` (from the mirror debootstrap
+    wrote into its sources), then drop the downloaded lists and archives."""
+    shutil.copyfile("/etc/resolv.conf", root / "etc/resolv.conf")
+    env = {"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+    progress(f"apt-get install {' '.join(packages)}")
+    for command in (
+        ["apt-get", "update", "-q"],
+        ["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages],
+        ["apt-get", "clean"],
+    ):
+        done = subprocess.run(
+            ["chroot", str(root), *command],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            env=env,
+            check=False,
+        )
+        if done.returncode != 0:
+            output = (done.stdout + done.stderr).strip()[-3000:]
+            what = " ".join(command[:2])
+            raise SandboxError(f"{what} in the new root failed ({done.returncode}):\n{output}")
 
 
 def _run(command: list[str], what: str) -> None:

@@ -159,10 +159,25 @@ def test_gold_that_does_not_resolve_and_empty_that_does() -> None:
     assert not first.ok and not first.gold_resolves and not first.empty_resolves
     assert first.problems == ["the gold patch does not resolve it: not resolved"]
     assert not second.ok and second.gold_resolves and second.empty_resolves
-    assert second.problems == ["the empty patch resolves it: resolved"]
+    # Not a grader failure: the starting code passes (as Exercism's refactoring exercises do).
+    assert second.starting_code_passes and not first.starting_code_passes and not third.starting_code_passes
+    assert second.problems == ["the starting code already passes its tests (nothing to solve): resolved"]
     assert second.warnings == ["FAIL_TO_PASS tests pass without a fix: tests/test_a.py::test_new"]
     assert third.ok
     assert describe(first).startswith("FAIL fake__task-0 (1.0s): the gold patch does not resolve it")
+    assert describe(second).startswith("STUB fake__task-1 (1.0s): the starting code already passes")
+
+
+def test_empty_that_resolves_while_gold_does_not_is_no_passing_stub() -> None:
+    def verdict(task: Task, diff: str) -> GradeReport:
+        return report(task, new_passes=diff != task.patch)  # the gold patch breaks it
+
+    [check] = run(FakeBenchmark(1, verdict))
+    assert not check.ok and not check.starting_code_passes
+    assert check.problems == [
+        "the gold patch does not resolve it: not resolved",
+        "the empty patch resolves it: resolved",
+    ]
 
 
 def test_base_state_that_breaks_pass_to_pass_is_a_warning() -> None:

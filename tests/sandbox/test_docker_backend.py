@@ -58,6 +58,17 @@ def test_tmpfs_size_is_enforced(docker_backend: DockerBackend, base_image: str) 
         assert box.exec(["echo", "ok"], timeout_s=30).stdout == "ok\n"
 
 
+def test_programs_in_tmp_run_only_with_tmpfs_exec(docker_backend: DockerBackend, base_image: str) -> None:
+    script = "cp /bin/true /tmp/built && /tmp/built"
+    with docker_backend.start(small_spec(base_image)) as box:
+        denied = box.exec(["sh", "-c", script], timeout_s=30)
+        assert denied.exit_code != 0 and "Permission denied" in denied.stderr
+    with docker_backend.start(small_spec(base_image, tmpfs_exec=True, tmpfs_mb=8)) as box:
+        assert box.exec(["sh", "-c", script], timeout_s=30).exit_code == 0
+        fill = box.exec(["sh", "-c", "head -c 20000000 /dev/zero > /tmp/fill"], timeout_s=30)
+        assert fill.exit_code != 0 and "No space left" in fill.stderr
+
+
 def test_unreachable_engine_is_unavailable() -> None:
     with pytest.raises(SandboxUnavailable, match="unreachable"):
         DockerBackend(base_url="unix:///nonexistent/docker.sock")

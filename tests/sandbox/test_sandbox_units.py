@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 from functools import partial
 from pathlib import Path
@@ -10,7 +11,9 @@ import pytest
 
 from sandbox.base import SandboxError, SandboxUnavailable
 from sandbox.docker_exec import CappedOutput, FrameDemuxer
+from sandbox.images import rootfs
 from sandbox.images.apt_sources import AptSource, find_mirror, parse_deb822, parse_one_line
+from sandbox.images.npm import ensure_npm_tree
 from sandbox.images.rootfs import RootfsRecipe, customise
 from sandbox.images.wheels import InvalidRequirement, WheelTarget, normalise
 from sandbox.registry import UnknownBackend, backend_names, get_backend
@@ -75,7 +78,49 @@ def test_find_mirror_reads_both_formats_in_apt_order(tmp_path: Path) -> None:
     assert find_mirror("bookworm", tmp_path).uri == "http://mirror.example/debian"
     assert find_mirror("trixie", tmp_path).uri == "http://second.example/debian"
     with pytest.raises(SandboxUnavailable, match="sid"):
-        find_mirror("sid", tmp_path)
+        find_mirror("sid", tmp_path, scripts=tmp_path / "no-debootstrap-scripts")
+
+
+def test_find_mirror_falls_back_to_the_archive_of_another_release(tmp_path: Path) -> None:
+    # The host lists only bookworm; its archive serves trixie too (debootstrap builds both
+    # with sid's script), but not an Ubuntu release (another script).
+    (tmp_path / "sources.list").write_text(
+        "deb http://security.example/debian-security bookworm-security main\n"
+        "deb [signed-by=/none.gpg] http://archive.example/debian bookworm main\n"
+    )
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "sid").write_text("# debian\n")
+    (scripts / "gutsy").write_text("# ubuntu\n")
+    for name, target in (("bookworm", "sid"), ("trixie", "sid"), ("noble", "gutsy")):
+        (scripts / name).symlink_to(target)
+    assert find_mirror("trixie", tmp_path, scripts=scripts) == AptSource(
+        "http://archive.example/debian", ("trixie",), None
+    )
+    with pytest.raises(SandboxUnavailable, match="noble"):
+        find_mirror("noble", tmp_path, scripts=scripts)
+
+
+def test_a_failed_debootstrap_keeps_its_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A stand-in debootstrap that fails as the real one does: the cause only in its own log,
+    # inside the root that is about to be removed.
+    fake = tmp_path / "bin" / "debootstrap"
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/bin/sh\n"
+        "for arg; do root=$previous; previous=$arg; done\n"
+        'mkdir -p "$root/debootstrap"\n'
+        """echo "E: Couldn't find these debs: npm" > "$root/debootstrap/debootstrap.log"\n"""
+        'echo "W: Failure trying to run: chroot"\n'
+        "exit 1\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    log = tmp_path / "logs" / "trixie.log"
+    with pytest.raises(SandboxError, match=f"full log is in {log}") as caught:
+        rootfs._debootstrap(RootfsRecipe(), tmp_path / "root", "http://m.example/d", None, print, log=log)
+    assert "W: Failure trying to run" in str(caught.value)
+    assert "Couldn't find these debs: npm" in log.read_text()
 
 
 def test_find_mirror_on_this_machine() -> None:
@@ -179,3 +224,10 @@ def test_registry_knows_docker_and_names_the_known_ones() -> None:
     with pytest.raises(UnknownBackend, match="known: docker") as caught:
         get_backend("podman-maybe")
     assert isinstance(caught.value, SandboxError) and isinstance(caught.value, LookupError)
+
+
+@pytest.mark.parametrize("spec", ["jest", "jest@^29 --global", "../evil@1", "https://x.example/p.tgz@1"])
+def test_npm_tree_takes_only_name_at_range(tmp_path: Path, spec: str) -> None:
+    with pytest.raises(ValueError, match="name@range"):
+        ensure_npm_tree(["jest@^29.7.0", spec], tmp_path, progress=print)
+    assert not (tmp_path / "npm").exists()  # refused before npm runs

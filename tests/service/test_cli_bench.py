@@ -112,7 +112,7 @@ def test_json_check_prints_one_document() -> None:
     assert result.exit_code == 0, (result.stdout, result.stderr)
     checks = json.loads(result.stdout)
     assert [(c["instance_id"], c["ok"]) for c in checks] == [("polyglot__python__tide-table", True)]
-    assert "all 1 tasks" in result.stderr
+    assert "1 of 1 tasks: gold resolves, empty does not" in result.stderr
 
 
 @pytest.fixture(params=["sqlite"])

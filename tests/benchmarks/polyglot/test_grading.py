@@ -166,9 +166,12 @@ def test_rust_is_refused_on_the_base_image(docker: tuple[SandboxBackend, str], t
     with pytest.raises(ToolchainMissing) as caught:
         Polyglot(root=tmp_path, languages=["rust"], probe=image_probe(backend, image))
     assert "rust needs `cargo`" in str(caught.value)
-    # The default probe (Clade's base image on the local engine) gives the same answer.
+    # The default probe asks the image the tasks grade in, here the base image as `image`.
     with pytest.raises(ToolchainMissing, match="rust needs `cargo`"):
-        Polyglot(root=tmp_path, languages=["rust"])
+        Polyglot(root=tmp_path, languages=["rust"], image=image)
+    # An image that is not built is never built (nor pulled) to answer.
+    with pytest.raises(ToolchainMissing, match=r"clade/none:x is not built.*images build --benchmark"):
+        Polyglot(root=tmp_path, languages=["rust"], image="clade/none:x")
 
 
 def test_one_sandbox_per_grade_mounting_the_repository_and_closed(polyglot: Polyglot) -> None:
@@ -181,6 +184,7 @@ def test_one_sandbox_per_grade_mounting_the_repository_and_closed(polyglot: Poly
     assert sandbox.closed
     assert sandbox.commands == [task.test_command]
     [mount] = sandbox.spec.mounts
-    assert mount.target == "/clade/repo" and not mount.read_only
-    assert sandbox.spec.workdir == "/clade/repo" and sandbox.spec.network == "none"
+    assert mount.target == "/clade/exercises/recipe-scaler" and not mount.read_only
+    assert sandbox.spec.workdir == mount.target and sandbox.spec.network == "none"
+    assert sandbox.spec.tmpfs_exec  # compilers run what they build in /tmp
     assert not mount.source.exists()  # the graded copy is gone with its temporary folder

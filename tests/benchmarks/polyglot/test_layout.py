@@ -46,7 +46,7 @@ def test_fixture_exercise_task(polyglot: Polyglot, name: str) -> None:
         "example": [".meta/example.py"],
     }
     assert task.repo == f"polyglot/python/{name}"
-    assert task.repo_path == "/clade/repo"
+    assert task.repo_path == f"/clade/exercises/{name}"  # C++ builds take the name from it
     fail_to_pass, pass_to_pass = task.FAIL_TO_PASS, task.PASS_TO_PASS
     assert fail_to_pass == [f"{module}_test.py"]
     assert pass_to_pass == []

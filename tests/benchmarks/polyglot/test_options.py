@@ -115,7 +115,7 @@ def test_every_missing_tool_is_named(tmp_path: Path) -> None:
     )
     with pytest.raises(ToolchainMissing) as caught:
         Polyglot(root=tmp_path, probe=FakeProbe(found={"java"}))
-    assert "java needs `gradle`" in str(caught.value) and "rust needs `cargo`" in str(caught.value)
+    assert "java needs `javac`" in str(caught.value) and "rust needs `cargo`" in str(caught.value)
 
 
 def test_declared_available_languages_skip_the_probe(tmp_path: Path) -> None:

@@ -1,0 +1,2 @@
+export const digitSum = (number) =>
+  [...String(number)].reduce((sum, digit) => sum + Number(digit), 0);
