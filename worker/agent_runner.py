@@ -156,6 +156,9 @@ def _spec(ws: Workspace, run: AgentRun) -> SandboxSpec:
         memory_mb=run.limits.memory_mb,
         cpus=run.limits.cpus,
         pids=run.limits.pids,
+        # The agent runs its task's tests as the grader will, and Go, cargo and CMake run what
+        # they build in /tmp; noexec would protect nothing here, the repository is writable and exec.
+        tmpfs_exec=True,
         labels=run.labels,
     )
 

@@ -42,6 +42,8 @@ PROBE = "; ".join(
         "echo PYTHON3=$(command -v python3 || echo none)",
         "echo PYTHON_VERSION=$(python3 -c 'import sys; print(sys.version_info[1])' 2>/dev/null || echo none)",
         '"$CLADE_PYTHON" -c \'import sys, openai; print("AGENT_PYTHON=%d.%d" % sys.version_info[:2])\'',
+        # As a compiler's test binary would: a program written to /tmp runs there.
+        "cp \"$(command -v sh)\" /tmp/built-here; echo TMP_EXEC=$(/tmp/built-here -c 'echo yes' || echo no)",
     ]
 )
 EDIT = f'echo "fixed in $(cat {MARKER})" > FIXED.txt && git status --short'
@@ -145,6 +147,7 @@ def test_the_seed_agent_runs_in_an_image_whatever_its_python(
     assert seen["PYTHON3"] == python3
     assert seen["PYTHON_VERSION"] == minor
     assert not seen["PYTHON3"].startswith(RUNTIME_PYTHON.rsplit("/", 3)[0])
+    assert seen["TMP_EXEC"] == "yes"  # the agent can run its task's Go, Rust or C++ tests
 
 
 def test_an_agent_runs_in_an_image_without_a_c_library(
