@@ -24,6 +24,7 @@ from benchmarks.folder.layout import base_message
 from benchmarks.gitops import make_repo
 from contracts.config import ConfigFieldError, RunConfig
 from sandbox.base import SandboxBackend
+from service.driver.plan import RunPlan, plan_run
 
 FIXTURE = Path(__file__).with_name("folder_fixture")
 
@@ -255,12 +256,14 @@ def test_a_run_config_names_the_folder_by_path(folder: Path) -> None:
             }
         )
 
-    catalog = BenchmarkCatalog()
-    assert catalog.plan_stages(config([{"subset": "evaluator"}, {}])) == [
+    def plan(stages: list[dict[str, Any]]) -> RunPlan:
+        return plan_run(config(stages), catalog=BenchmarkCatalog(), visibility_timeout_s=7200)
+
+    assert plan([{"subset": "evaluator"}, {}]).stage_tasks == [
         ["calc-2", "greet-1"],
         ["calc-1", "calc-2", "greet-1"],
     ]
     (folder / "tasks/calc-1/statement.md").unlink()
     with pytest.raises(ConfigFieldError) as refused:
-        BenchmarkCatalog().plan_stages(config([{}]))
+        plan([{}])
     assert str(folder / "tasks/calc-1/statement.md") in str(refused.value)
