@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,11 +17,20 @@ import pytest
 import redis
 
 from benchmarks.registry import get_benchmark
-from tests.servers import ServiceProcess, free_port, service_env, start_service
+from tests.servers import ServiceProcess, free_port, service_env, start_service, xdist_worker_number
 from worker.curriculum import Curriculum, build_script
 from worker.llm.scripted import ScriptedServer
 
 REDIS_URL = os.environ.get("CLADE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def broker_url() -> str:
+    """A Redis database of this test process's own (the next ones after CLADE_TEST_REDIS_URL's):
+    tests running at the same time under pytest-xdist must not take each other's tasks."""
+    base, _, db = REDIS_URL.rpartition("/")
+    return f"{base}/{int(db or 0) + 1 + xdist_worker_number()}"
+
+
 SEED_AGENT = Path(__file__).resolve().parents[2] / "seed_agent"
 
 
@@ -31,9 +41,17 @@ class Cluster:
     llm_url: str
     root: Path
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    # Worker names carry it: a worker removes the sandboxes of its name's owner when it starts,
+    # so another test's (or another session's) worker of the same name must not share it.
+    tag: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+
+    def owner(self, name: str) -> str:
+        """The sandbox owner label of the worker started as `name`."""
+        return f"worker-{name}-{self.tag}"
 
     def start_worker(self, name: str = "e2e") -> subprocess.Popen[bytes]:
-        """A worker as on another machine: its own data dir; only URLs and the worker token."""
+        """A worker as on another machine: its own data dir; only URLs and the worker token.
+        Starting `name` again is the same machine coming back."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("CLADE_")}
         env |= {
             "CLADE_DATA_DIR": str(self.root / f"worker-{name}-{len(self.workers)}"),
@@ -45,8 +63,9 @@ class Cluster:
             "CLADE_BROKER_VISIBILITY_TIMEOUT_S": self.service.env["CLADE_BROKER_VISIBILITY_TIMEOUT_S"],
         }
         log = (self.root / f"worker-{name}-{len(self.workers)}.log").open("wb")
+        unique = f"{name}-{self.tag}"
         process = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "worker", "--concurrency", "2", "--name", name],
+            [sys.executable, "-m", "cli.main", "worker", "--concurrency", "2", "--name", unique],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -71,10 +90,10 @@ def cluster_factory(tmp_path: Path) -> Iterator[object]:
     started: list[Cluster] = []
     servers: list[ScriptedServer] = []
 
-    def make(curriculum: Curriculum, *, visibility_timeout_s: int = 7200, redis_db: int = 1) -> Cluster:
-        client = redis.Redis.from_url(REDIS_URL.rsplit("/", 1)[0] + f"/{redis_db}")
-        client.flushdb()
-        broker = REDIS_URL.rsplit("/", 1)[0] + f"/{redis_db}"
+    def make(curriculum: Curriculum, *, visibility_timeout_s: int = 7200) -> Cluster:
+        broker = broker_url()
+        with redis.Redis.from_url(broker) as client:
+            client.flushdb()
         server = ScriptedServer(
             build_script(get_benchmark("clade-mini").tasks(), curriculum), api_key="sk-e2e-upstream-key"
         )
