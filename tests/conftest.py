@@ -98,3 +98,19 @@ def base_image(docker_client: Any) -> str:
     return ensure_base_image(
         docker_client, progress=lambda line: print(f"[images] {line}", file=sys.stderr, flush=True)
     )
+
+
+# Session or module fixtures that take long to make (gradings, image sets, a recorded archive):
+# under pytest-xdist (`--dist loadgroup`) the tests taking one run in the same process, so it is
+# made once, not once per process. Tests on the same parametrised fixture are grouped per value.
+EXPENSIVE_FIXTURES = ("checks", "fixture_set", "datasets", "archive")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = [name for name in EXPENSIVE_FIXTURES if name in getattr(item, "fixturenames", ())]
+        if not used:
+            continue
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        group = "-".join([used[0], *(str(params[name]) for name in ("grader",) if name in params)])
+        item.add_marker(pytest.mark.xdist_group(group))

@@ -30,11 +30,6 @@ from service.api.app import create_app
 from service.db.migrate import upgrade
 
 
-def xdist_worker_number() -> int:
-    """This test process's number under pytest-xdist (gw0 is 0); 0 when not distributed."""
-    return int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
-
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

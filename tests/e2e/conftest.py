@@ -17,21 +17,40 @@ import pytest
 import redis
 
 from benchmarks.registry import get_benchmark
-from tests.servers import ServiceProcess, free_port, service_env, start_service, xdist_worker_number
+from tests.servers import ServiceProcess, free_port, service_env, start_service
 from worker.curriculum import Curriculum, build_script
 from worker.llm.scripted import ScriptedServer
 
 REDIS_URL = os.environ.get("CLADE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-
-
-def broker_url() -> str:
-    """A Redis database of this test process's own (the next ones after CLADE_TEST_REDIS_URL's):
-    tests running at the same time under pytest-xdist must not take each other's tasks."""
-    base, _, db = REDIS_URL.rpartition("/")
-    return f"{base}/{int(db or 0) + 1 + xdist_worker_number()}"
-
-
 SEED_AGENT = Path(__file__).resolve().parents[2] / "seed_agent"
+CLAIM_KEY = "clade-test:claimed-by"
+CLAIM_TTL_S = 3600  # longer than any test; frees the database of a test process that died
+
+
+def claim_redis_db(claimant: str) -> str:
+    """The URL of an empty Redis database claimed for `claimant`, one after CLADE_TEST_REDIS_URL's:
+    clusters running at the same time (pytest-xdist processes, other sessions on this machine)
+    must not take each other's tasks from a shared queue."""
+    base, _, db = REDIS_URL.rpartition("/")
+    index = int(db or 0) + 1
+    while True:
+        url = f"{base}/{index}"
+        with redis.Redis.from_url(url) as client:
+            try:
+                claimed = client.set(CLAIM_KEY, claimant, nx=True, ex=CLAIM_TTL_S)
+            except redis.ResponseError as exc:  # past the server's last database
+                raise AssertionError(f"no unclaimed Redis database after {REDIS_URL}: {exc}") from exc
+            if claimed:
+                with client.pipeline(transaction=True) as pipe:
+                    pipe.flushdb().set(CLAIM_KEY, claimant, ex=CLAIM_TTL_S).execute()
+                return url
+        index += 1
+
+
+def release_redis_db(url: str, claimant: str) -> None:
+    with redis.Redis.from_url(url) as client:
+        if client.get(CLAIM_KEY) == claimant.encode():
+            client.flushdb()
 
 
 @dataclass
@@ -89,11 +108,12 @@ class Cluster:
 def cluster_factory(tmp_path: Path) -> Iterator[object]:
     started: list[Cluster] = []
     servers: list[ScriptedServer] = []
+    claimed: list[str] = []
+    claimant = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
     def make(curriculum: Curriculum, *, visibility_timeout_s: int = 7200) -> Cluster:
-        broker = broker_url()
-        with redis.Redis.from_url(broker) as client:
-            client.flushdb()
+        broker = claim_redis_db(claimant)
+        claimed.append(broker)
         server = ScriptedServer(
             build_script(get_benchmark("clade-mini").tasks(), curriculum), api_key="sk-e2e-upstream-key"
         )
@@ -126,6 +146,8 @@ def cluster_factory(tmp_path: Path) -> Iterator[object]:
         cluster.service.stop()
     for server in servers:
         server.__exit__(None, None, None)
+    for broker in claimed:
+        release_redis_db(broker, claimant)
 
 
 def wait_for(predicate, timeout_s: float, what: str, cluster: Cluster | None = None):  # type: ignore[no-untyped-def]

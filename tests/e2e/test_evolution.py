@@ -122,13 +122,14 @@ def test_generations_follow_the_script(cluster_factory: Callable[..., Cluster]) 
 
 
 def test_worker_killed_mid_task_completes_the_step_once(cluster_factory: Callable[..., Cluster]) -> None:
-    # The broker hands an unacknowledged task to another worker after its visibility timeout.
-    cluster = cluster_factory(CURRICULUM, visibility_timeout_s=40)
+    # The broker hands an unacknowledged task to another worker after its visibility timeout,
+    # which the test waits out: short, and the limits below it (the service refuses longer ones).
+    cluster = cluster_factory(CURRICULUM, visibility_timeout_s=30)
     first = cluster.start_worker("crash")
     limits = FAST_LIMITS | {
         "solve_timeout_s": 10,
-        "improve_timeout_s": 10,
-        "test_timeout_s": 10,
+        "improve_timeout_s": 8,
+        "test_timeout_s": 8,
         "overhead_s": 5,
     }
     seed, run_id = start_run(
