@@ -106,6 +106,7 @@ def base_image(docker_client: Any) -> str:
 EXPENSIVE_FIXTURES = ("checks", "fixture_set", "datasets", "archive")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into node ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         used = [name for name in EXPENSIVE_FIXTURES if name in getattr(item, "fixturenames", ())]
