@@ -18,7 +18,15 @@ QUEUE = "clade"
 def make_celery(settings: Settings) -> Celery:
     app = Celery("clade")
     # The service refuses runs whose hard time limits are not below this (service/driver/plan.py).
-    options: dict[str, object] = {"visibility_timeout": settings.broker_visibility_timeout_s}
+    visibility_s = settings.broker_visibility_timeout_s
+    # Redis looks for tasks whose worker died every interval * throttle seconds (kombu: 10 * 10):
+    # at most a tenth of the visibility timeout, so such a task is back within about 1.1 times it.
+    sweep_s = max(1, min(100, visibility_s // 10))
+    options: dict[str, object] = {
+        "visibility_timeout": visibility_s,
+        "unacked_restore_interval": min(10, sweep_s),
+        "unacked_restore_throttle": max(1, sweep_s // 10),
+    }
     if settings.broker_url is None:
         folder = settings.broker_folder
         for sub in ("queue", "processed", "control"):

@@ -98,3 +98,31 @@ def base_image(docker_client: Any) -> str:
     return ensure_base_image(
         docker_client, progress=lambda line: print(f"[images] {line}", file=sys.stderr, flush=True)
     )
+
+
+# Session or module fixtures that take long to make (gradings, image sets, a recorded archive):
+# under pytest-xdist (`--dist loadgroup`) the tests taking one run in the same process, so it is
+# made once, not once per process. Tests on the same parametrised fixture are grouped per value.
+EXPENSIVE_FIXTURES = ("checks", "fixture_set", "datasets", "archive")
+# The longest tests (minutes each) join the groups of three of those fixtures: loadgroup hands out
+# the largest groups first, so these start at once on different processes, never one queued
+# behind another (a process is given more work while its current test runs).
+LONG_TESTS = {
+    "tests/e2e/test_evolution.py::test_generations_follow_the_script": "archive",
+    "tests/e2e/test_demo.py::test_demo_serves_until_ctrl_c_and_its_last_commands_work": "fixture_set",
+    "tests/e2e/test_evolution.py::test_worker_killed_mid_task_completes_the_step_once": "checks-local",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into node ids
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid in LONG_TESTS:
+            item.add_marker(pytest.mark.xdist_group(LONG_TESTS[item.nodeid]))
+            continue
+        used = [name for name in EXPENSIVE_FIXTURES if name in getattr(item, "fixturenames", ())]
+        if not used:
+            continue
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        group = "-".join([used[0], *(str(params[name]) for name in ("grader",) if name in params)])
+        item.add_marker(pytest.mark.xdist_group(group))

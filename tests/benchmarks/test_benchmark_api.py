@@ -6,7 +6,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -137,12 +136,9 @@ def test_edited_repo_sources_are_caught(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("repo_name", sorted({task.repo for task in CladeMini().tasks()}))
-def test_each_repo_passes_its_own_tests_quickly(
-    clade_mini: CladeMini, repo_name: str, tmp_path: Path
-) -> None:
+def test_each_repo_passes_its_own_tests(clade_mini: CladeMini, repo_name: str, tmp_path: Path) -> None:
     task = next(task for task in clade_mini.tasks() if task.repo == repo_name)
     clade_mini.prepare_repo(task, tmp_path / "repo")
-    started = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
         cwd=tmp_path / "repo",
@@ -153,7 +149,6 @@ def test_each_repo_passes_its_own_tests_quickly(
         check=False,
     )
     assert proc.returncode == 0, proc.stdout
-    assert time.monotonic() - started < 5
 
 
 def test_task_accepts_swebench_json_encoded_lists() -> None:

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,34 @@ from worker.llm.scripted import ScriptedServer
 
 REDIS_URL = os.environ.get("CLADE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 SEED_AGENT = Path(__file__).resolve().parents[2] / "seed_agent"
+CLAIM_KEY = "clade-test:claimed-by"
+CLAIM_TTL_S = 3600  # longer than any test; frees the database of a test process that died
+
+
+def claim_redis_db(claimant: str) -> str:
+    """The URL of an empty Redis database claimed for `claimant`, one after CLADE_TEST_REDIS_URL's:
+    clusters running at the same time (pytest-xdist processes, other sessions on this machine)
+    must not take each other's tasks from a shared queue."""
+    base, _, db = REDIS_URL.rpartition("/")
+    index = int(db or 0) + 1
+    while True:
+        url = f"{base}/{index}"
+        with redis.Redis.from_url(url) as client:
+            try:
+                claimed = client.set(CLAIM_KEY, claimant, nx=True, ex=CLAIM_TTL_S)
+            except redis.ResponseError as exc:  # past the server's last database
+                raise AssertionError(f"no unclaimed Redis database after {REDIS_URL}: {exc}") from exc
+            if claimed:
+                with client.pipeline(transaction=True) as pipe:
+                    pipe.flushdb().set(CLAIM_KEY, claimant, ex=CLAIM_TTL_S).execute()
+                return url
+        index += 1
+
+
+def release_redis_db(url: str, claimant: str) -> None:
+    with redis.Redis.from_url(url) as client:
+        if client.get(CLAIM_KEY) == claimant.encode():
+            client.flushdb()
 
 
 @dataclass
@@ -31,9 +60,17 @@ class Cluster:
     llm_url: str
     root: Path
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    # Worker names carry it: a worker removes the sandboxes of its name's owner when it starts,
+    # so another test's (or another session's) worker of the same name must not share it.
+    tag: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+
+    def owner(self, name: str) -> str:
+        """The sandbox owner label of the worker started as `name`."""
+        return f"worker-{name}-{self.tag}"
 
     def start_worker(self, name: str = "e2e") -> subprocess.Popen[bytes]:
-        """A worker as on another machine: its own data dir; only URLs and the worker token."""
+        """A worker as on another machine: its own data dir; only URLs and the worker token.
+        Starting `name` again is the same machine coming back."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("CLADE_")}
         env |= {
             "CLADE_DATA_DIR": str(self.root / f"worker-{name}-{len(self.workers)}"),
@@ -45,8 +82,9 @@ class Cluster:
             "CLADE_BROKER_VISIBILITY_TIMEOUT_S": self.service.env["CLADE_BROKER_VISIBILITY_TIMEOUT_S"],
         }
         log = (self.root / f"worker-{name}-{len(self.workers)}.log").open("wb")
+        unique = f"{name}-{self.tag}"
         process = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "worker", "--concurrency", "2", "--name", name],
+            [sys.executable, "-m", "cli.main", "worker", "--concurrency", "2", "--name", unique],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -70,11 +108,12 @@ class Cluster:
 def cluster_factory(tmp_path: Path) -> Iterator[object]:
     started: list[Cluster] = []
     servers: list[ScriptedServer] = []
+    claimed: list[str] = []
+    claimant = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
-    def make(curriculum: Curriculum, *, visibility_timeout_s: int = 7200, redis_db: int = 1) -> Cluster:
-        client = redis.Redis.from_url(REDIS_URL.rsplit("/", 1)[0] + f"/{redis_db}")
-        client.flushdb()
-        broker = REDIS_URL.rsplit("/", 1)[0] + f"/{redis_db}"
+    def make(curriculum: Curriculum, *, visibility_timeout_s: int = 7200) -> Cluster:
+        broker = claim_redis_db(claimant)
+        claimed.append(broker)
         server = ScriptedServer(
             build_script(get_benchmark("clade-mini").tasks(), curriculum), api_key="sk-e2e-upstream-key"
         )
@@ -107,6 +146,8 @@ def cluster_factory(tmp_path: Path) -> Iterator[object]:
         cluster.service.stop()
     for server in servers:
         server.__exit__(None, None, None)
+    for broker in claimed:
+        release_redis_db(broker, claimant)
 
 
 def wait_for(predicate, timeout_s: float, what: str, cluster: Cluster | None = None):  # type: ignore[no-untyped-def]

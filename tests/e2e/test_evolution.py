@@ -14,6 +14,7 @@ import docker
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
+from sandbox.base import OWNER_LABEL
 from service.db.models import Agent, Step
 from tests.e2e.conftest import SEED_AGENT, Cluster, wait_for
 from tests.helpers import tar_of
@@ -61,7 +62,7 @@ def run_state(cluster: Cluster, run_id: str) -> dict[str, Any]:
 
 
 def test_generations_follow_the_script(cluster_factory: Callable[..., Cluster]) -> None:
-    cluster = cluster_factory(CURRICULUM, redis_db=1)
+    cluster = cluster_factory(CURRICULUM)
     cluster.start_worker("e2e")
     seed, run_id = start_run(cluster)
     wait_for(lambda: run_state(cluster, run_id)["status"] == "completed", 900, "the run to complete", cluster)
@@ -121,13 +122,14 @@ def test_generations_follow_the_script(cluster_factory: Callable[..., Cluster]) 
 
 
 def test_worker_killed_mid_task_completes_the_step_once(cluster_factory: Callable[..., Cluster]) -> None:
-    # The broker hands an unacknowledged task to another worker after its visibility timeout.
-    cluster = cluster_factory(CURRICULUM, visibility_timeout_s=40, redis_db=2)
+    # The broker hands an unacknowledged task to another worker after its visibility timeout,
+    # which the test waits out: short, and the limits below it (the service refuses longer ones).
+    cluster = cluster_factory(CURRICULUM, visibility_timeout_s=30)
     first = cluster.start_worker("crash")
     limits = FAST_LIMITS | {
         "solve_timeout_s": 10,
-        "improve_timeout_s": 10,
-        "test_timeout_s": 10,
+        "improve_timeout_s": 8,
+        "test_timeout_s": 8,
         "overhead_s": 5,
     }
     seed, run_id = start_run(
@@ -137,8 +139,9 @@ def test_worker_killed_mid_task_completes_the_step_once(cluster_factory: Callabl
     engine_docker = docker.from_env()
 
     def improving_container() -> bool:
-        running = engine_docker.containers.list(filters={"label": "dev.clade.step"})
-        return bool(running)
+        # Only this worker's: other tests may be improving agents on this engine meanwhile.
+        mine = {"label": ["dev.clade.step", f"{OWNER_LABEL}={cluster.owner('crash')}"]}
+        return bool(engine_docker.containers.list(filters=mine))
 
     wait_for(improving_container, 300, "the improvement sandbox to start", cluster)
     cluster.kill_worker(first)
@@ -151,6 +154,7 @@ def test_worker_killed_mid_task_completes_the_step_once(cluster_factory: Callabl
         children = session.scalars(select(Agent).where(Agent.parent_id == seed)).all()
     assert step.status == "admitted" and step.child_id is not None
     assert [child.id for child in children] == [step.child_id]
-    assert engine_docker.containers.list(all=True, filters={"label": "dev.clade.owner=worker-crash"}) == []
+    crashed = {"label": f"{OWNER_LABEL}={cluster.owner('crash')}"}
+    assert engine_docker.containers.list(all=True, filters=crashed) == []
     engine.dispose()
     assert "removed 1 sandboxes a previous worker left behind" in cluster.worker_logs()

@@ -70,6 +70,12 @@ def test_two_builds_at_once_on_one_engine_both_succeed(
             _remove_image(docker_client, tag)
 
 
+def container_ids(client: Any) -> set[str]:
+    """Ids of every container on the engine, in one call: listing them with the models API
+    inspects each one, which fails when another process removes one meanwhile."""
+    return {str(found["Id"]) for found in client.api.containers(all=True)}
+
+
 def test_stale_build_cleanup_removes_only_dead_builders_of_this_host(
     docker_client: Any, base_image: str
 ) -> None:
@@ -94,12 +100,12 @@ def test_stale_build_cleanup_removes_only_dead_builders_of_this_host(
         removed = remove_stale_builds(docker_client)
         assert made["dead"].id in removed
         assert not {made[name].id for name in ("live", "foreign", "unlabelled")} & set(removed)
-        left = {c.id for c in docker_client.containers.list(all=True)}
+        left = container_ids(docker_client)
         assert made["dead"].id not in left
         assert {made[name].id for name in ("live", "foreign", "unlabelled")} <= left
     finally:
         for container in made.values():
-            if container.id in {c.id for c in docker_client.containers.list(all=True)}:
+            if container.id in container_ids(docker_client):
                 container.remove(force=True)
 
 
@@ -157,5 +163,5 @@ def test_removing_a_build_container_twice_at_once_is_no_error(docker_client: Any
     with ThreadPoolExecutor(max_workers=len(handles)) as pool:
         for future in [pool.submit(remove_build_container, handle) for handle in handles]:
             future.result(timeout=60)
-    assert container.id not in {c.id for c in docker_client.containers.list(all=True)}
+    assert container.id not in container_ids(docker_client)
     remove_build_container(handles[0])  # long gone: still no error

@@ -26,6 +26,7 @@ from sandbox.base import BACKEND_LABEL, OWNER_LABEL, ROLE_LABEL
 from sandbox.images.apt_sources import find_mirror
 from sandbox.images.build import OS_REPOSITORY, default_cache_dir
 from sandbox.images.layers import BUILD_ROLE
+from sandbox.images.locking import build_lock
 from sandbox.images.rootfs import RootfsRecipe, ensure_rootfs_tar
 
 MARKER = "/etc/clade-image"
@@ -47,7 +48,9 @@ def os_image(client: Any, recipe: RootfsRecipe, progress: Callable[[str], None] 
         return tag
     # The host's apt sources name its own suite; the same archive serves the older one.
     mirror = find_mirror("bookworm").uri
-    tarball = ensure_rootfs_tar(default_cache_dir(), recipe, progress=progress, mirror=mirror)
+    # Under the cache's build lock, as Clade's own builds: another test process may be making it.
+    with build_lock(client, default_cache_dir()):
+        tarball = ensure_rootfs_tar(default_cache_dir(), recipe, progress=progress, mirror=mirror)
     repository, _, version = tag.rpartition(":")
     client.api.import_image(
         src=str(tarball), repository=repository, tag=version, changes=[f"ENV PATH={SYSTEM_PATH}"]
