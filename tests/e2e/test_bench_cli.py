@@ -17,7 +17,7 @@ TASKS = ["clade-mini__textkit-1", "clade-mini__spanlib-1", "clade-mini__ledger-1
 
 
 def test_json_bench_run_prints_one_document(cluster_factory: Callable[..., Cluster]) -> None:
-    cluster = cluster_factory(Curriculum(seed=[RESOLVED]), redis_db=3)
+    cluster = cluster_factory(Curriculum(seed=[RESOLVED]))
     cluster.start_worker("bench")
     with cluster.service.admin as client:
         seed = client.post("/api/seeds", files={"file": ("seed.tgz", tar_of(SEED_AGENT))}).json()["id"]

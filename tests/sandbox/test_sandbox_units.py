@@ -117,8 +117,9 @@ def test_a_failed_debootstrap_keeps_its_log(tmp_path: Path, monkeypatch: pytest.
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
     log = tmp_path / "logs" / "trixie.log"
-    with pytest.raises(SandboxError, match=f"full log is in {log}") as caught:
-        rootfs._debootstrap(RootfsRecipe(), tmp_path / "root", "http://m.example/d", None, print, log=log)
+    log.parent.mkdir()
+    with pytest.raises(SandboxError, match=f"full log: {log}") as caught:
+        rootfs._debootstrap(RootfsRecipe(), tmp_path / "root", "http://m.example/d", None, print, log)
     assert "W: Failure trying to run" in str(caught.value)
     assert "Couldn't find these debs: npm" in log.read_text()
 

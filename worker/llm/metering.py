@@ -12,7 +12,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -132,16 +132,22 @@ class MeteredChat:
         with self._lock:
             self._in_flight += 1
         try:
+            return self._forward(body, model, record)
+        finally:
+            # Only once the call is metered and recorded: `wait_idle` promises exactly that.
+            with self._idle:
+                self._in_flight -= 1
+                self._idle.notify_all()
+
+    def _forward(self, body: dict[str, Any], model: str, record: Callable[..., None]) -> Reply:
+        """Send the call upstream, meter what it cost and record it."""
+        try:
             response = self._upstream.chat_completions({**body, "model": model})
         except UpstreamError as exc:
             status = 502 if exc.status in (401, 403) else exc.status  # our key, not the agent's
             message = self._redact(exc.message)
             record("error", status, error=message)
             return _error(status, message, exc.error_type)
-        finally:
-            with self._idle:
-                self._in_flight -= 1
-                self._idle.notify_all()
         prompt, completion, estimated = _usage(response, body.get("messages"))
         answered = response.get("model") if isinstance(response.get("model"), str) else model
         cost, known = self._cost(str(answered), model, prompt, completion)
