@@ -16,7 +16,6 @@ apply the gold patch through its bash tool, and prints where it is and which pyt
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import uuid
@@ -29,10 +28,10 @@ import pytest
 
 from benchmarks.swebench import load_harness
 from contracts.benchmark_options import benchmark_config
-from sandbox.base import BACKEND_LABEL, OWNER_LABEL, ROLE_LABEL
-from sandbox.images.layers import BUILD_ROLE, VENV
+from sandbox.images.layers import VENV
 from sandbox.images.runtime import RUNTIME_PYTHON
 from tests.benchmarks.swebench.fixture_set import build_images, instance_rows, instances, repositories
+from tests.worker.foreign_images import derive
 from tests.worker.harness import Evaluated, EvaluationStack, evaluation_stack
 from worker.llm.script import Match, Reply, Rule, Script, ToolCall
 
@@ -47,7 +46,6 @@ INSTANCES = {instance.meta["instance_id"]: instance for instance in instances()}
 SOLVED = "clade-fixtures__tinyinv-1"  # the scripted model applies its gold patch
 UNSOLVED = "clade-fixtures__wrapkit-1"  # no rule matches: the agent stops without a change
 LIMITS: dict[str, Any] = {"solve_timeout_s": 60, "test_timeout_s": 90, "memory_mb": 1024, "pids": 256}
-_BUILD_LABELS = {OWNER_LABEL: "clade-images", ROLE_LABEL: BUILD_ROLE, BACKEND_LABEL: "docker"}
 
 
 def probe_command() -> str:
@@ -91,28 +89,6 @@ def script() -> Script:
         ],
         default=Reply(content="(scripted) nothing to do"),
     )
-
-
-def derive(client: Any, source: str, name: str, commands: list[str], changes: list[str]) -> str:
-    """`source` + `commands` run as root (network none) + `changes`; reused when present."""
-    key = json.dumps([client.images.get(source).id, commands, changes])
-    tag = f"clade/swebench-test-{name}:{hashlib.sha256(key.encode()).hexdigest()[:12]}"
-    if client.images.list(name=tag):
-        return tag
-    container = client.containers.create(
-        source, command=["sleep", "infinity"], user="0:0", network_mode="none", labels=_BUILD_LABELS
-    )
-    try:
-        container.start()
-        for command in commands:
-            done = container.exec_run(["sh", "-c", command], user="0:0")
-            assert done.exit_code == 0, f"{command}: {done.output.decode(errors='replace')}"
-        container.kill()
-        repository, _, version = tag.rpartition(":")
-        container.commit(repository=repository, tag=version, changes=changes)
-    finally:
-        container.remove(force=True)
-    return tag
 
 
 def variant_images(client: Any, images: dict[str, str], variant: str) -> dict[str, str]:
