@@ -14,6 +14,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from benchmarks.gitops import apply_patch, patch_paths, reset_paths
 from sandbox.base import SandboxBackend
 
 DEFAULT_REPO_PATH = "/clade/repo"
@@ -140,6 +141,27 @@ def unapplied(task: Task, error: str, started: float, note: str = "") -> GradeRe
         resolved=False,
         patch_applied=False,
         reason=f"the patch does not apply: {error}{note}",
+        duration_s=time.monotonic() - started,
+    )
+
+
+def apply_for_grading(task: Task, repo: Path, diff: str, started: float) -> GradeReport | None:
+    """Apply the agent's `diff` to `repo`, then the task's hidden tests over it (they win over
+    whatever the agent did to the same files). The verdict when either does not apply, else None."""
+    applied = apply_patch(repo, diff)
+    if not applied.applied:
+        return unapplied(task, applied.error, started)
+    reset_paths(repo, patch_paths(task.test_patch))
+    tests_applied = apply_patch(repo, task.test_patch)
+    if tests_applied.applied:
+        return None
+    # The test patch applies to the base state (each benchmark's check makes sure), so the
+    # agent's diff is in the way, e.g. it replaced a test folder by a symlink.
+    return GradeReport(
+        instance_id=task.instance_id,
+        resolved=False,
+        patch_applied=True,
+        reason=f"the hidden tests do not apply over the patch: {tests_applied.error}",
         duration_s=time.monotonic() - started,
     )
 

@@ -15,8 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from benchmarks.base import GradeReport, Task, TestGroupResult, TestStatus, group_reason, unapplied
-from benchmarks.gitops import apply_patch, patch_paths, reset_paths
+from benchmarks.base import GradeReport, Task, TestGroupResult, TestStatus, apply_for_grading, group_reason
 from sandbox.base import LABEL_PREFIX, ExecResult, Mount, SandboxBackend, SandboxSpec
 from sandbox.ownership import make_world_writable
 
@@ -54,22 +53,9 @@ def grade_pytest(
     `work_dir` is a private scratch folder (it receives the results mount).
     """
     started = time.monotonic()
-    applied = apply_patch(repo, diff)
-    if not applied.applied:
-        return unapplied(task, applied.error, started)
-    # The hidden tests win over whatever the agent did to the same files.
-    reset_paths(repo, patch_paths(task.test_patch))
-    tests_applied = apply_patch(repo, task.test_patch)
-    if not tests_applied.applied:
-        # The test patch applies to the base state (the benchmark's tests check that), so
-        # the agent's diff is in the way, e.g. it replaced a test folder by a symlink.
-        return GradeReport(
-            instance_id=task.instance_id,
-            resolved=False,
-            patch_applied=True,
-            reason=f"the hidden tests do not apply over the patch: {tests_applied.error}",
-            duration_s=time.monotonic() - started,
-        )
+    refused = apply_for_grading(task, repo, diff, started)
+    if refused is not None:
+        return refused
 
     results = work_dir / "results"
     results.mkdir()

@@ -20,8 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from benchmarks.base import GradeReport, Task, TestGroupResult, TestStatus, unapplied
-from benchmarks.gitops import apply_patch, patch_paths, reset_paths
+from benchmarks.base import GradeReport, Task, TestGroupResult, TestStatus, apply_for_grading
 from sandbox.base import LABEL_PREFIX, Mount, SandboxBackend, SandboxSpec
 from sandbox.ownership import make_world_writable
 
@@ -68,19 +67,9 @@ def grade_with_evaluator(
 ) -> GradeReport:
     """Grade `diff` against `repo` (a fresh copy of the base state) with the task's evaluator."""
     started = time.monotonic()
-    applied = apply_patch(repo, diff)
-    if not applied.applied:
-        return unapplied(task, applied.error, started)
-    reset_paths(repo, patch_paths(task.test_patch))  # the hidden tests win over the agent's files
-    tests_applied = apply_patch(repo, task.test_patch)
-    if not tests_applied.applied:
-        return GradeReport(
-            instance_id=task.instance_id,
-            resolved=False,
-            patch_applied=True,
-            reason=f"the hidden tests do not apply over the patch: {tests_applied.error}",
-            duration_s=time.monotonic() - started,
-        )
+    refused = apply_for_grading(task, repo, diff, started)
+    if refused is not None:
+        return refused
     mounts = [Mount(source=repo, target=task.repo_path, read_only=False)]
     if evaluator_dir is not None:
         # A copy: the sandbox sees it read-only, and never the user's own folder.
