@@ -85,14 +85,7 @@ def commit_python_layer(
         _run(container, ["rm", "-rf", _WHEELS_IN_CONTAINER])
         frozen = _run(container, [f"{VENV}/bin/pip", "freeze", "--disable-pip-version-check"])
         progress("installed: " + " ".join(frozen.split()))
-        container.kill()
-        repository, _, version = tag.rpartition(":")
-        try:
-            container.commit(repository=repository, tag=version, changes=config.changes())
-        except DockerException as exc:
-            raise SandboxError(f"committing {tag} failed: {exc}") from exc
-    progress(f"committed {tag}")
-    return tag
+        return _commit(container, tag, config, progress)
 
 
 def remove_stale_builds(client: Any) -> list[str]:
@@ -246,16 +239,21 @@ def commit_files_layer(
         container.start()
         for command in commands:
             _run(container, command)
-        container.kill()
-        repository, _, version = tag.rpartition(":")
-        try:
-            container.commit(repository=repository, tag=version, changes=config.changes())
-        except DockerException as exc:
-            raise SandboxError(f"committing {tag} failed: {exc}") from exc
-    progress(f"committed {tag}")
-    return tag
+        return _commit(container, tag, config, progress)
 
 
 # For the other image builders of this package (the agent runtime).
 build_container = _build_container
 run_in = _run
+
+
+def _commit(container: Any, tag: str, config: ImageConfig, progress: Progress) -> str:
+    """Stop the build container and commit it as `tag` with `config`."""
+    container.kill()
+    repository, _, version = tag.rpartition(":")
+    try:
+        container.commit(repository=repository, tag=version, changes=config.changes())
+    except DockerException as exc:
+        raise SandboxError(f"committing {tag} failed: {exc}") from exc
+    progress(f"committed {tag}")
+    return tag
