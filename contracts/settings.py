@@ -40,6 +40,10 @@ class Settings(BaseSettings):
     max_upload_bytes: int = 64 * 1024 * 1024
     run_driver_enabled: bool = True
     driver_interval_s: float = 1.0
+    # While driver ticks fail, the wait between them doubles from the interval up to this.
+    driver_max_backoff_s: float = 60.0
+    # /api/health answers 503 once the last successful tick is older; None: max(30 s, 10 intervals).
+    driver_stale_after_s: float | None = None
 
     llm_base_url: str | None = None
     llm_api_key: SecretStr | None = None
@@ -54,6 +58,12 @@ class Settings(BaseSettings):
     @property
     def archive_path(self) -> Path:
         return self.data_dir / "archive.git"
+
+    @property
+    def resolved_driver_stale_after_s(self) -> float:
+        if self.driver_stale_after_s is not None:
+            return self.driver_stale_after_s
+        return max(30.0, 10 * self.driver_interval_s)
 
     @property
     def resolved_database_url(self) -> str:

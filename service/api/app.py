@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 
 from fastapi import FastAPI, Request, Response, status
 from fastapi.responses import JSONResponse
@@ -14,7 +15,7 @@ from contracts.settings import Settings
 from service.api import errors
 from service.api.deps import AdminOnly, Services
 from service.api.routers import agents, benchmarks, dashboard, runs, seeds, worker
-from service.api.schemas import ConsistencyPublic
+from service.api.schemas import ConsistencyPublic, DriverHealth, HealthPublic
 from service.archive import consistency
 from service.archive.git_store import GitStore
 from service.archive.store import Archive
@@ -53,7 +54,41 @@ def make_driver(settings: Settings, services: Services) -> RunDriver:
     from contracts.celery_app import make_celery
 
     dispatcher = CeleryDispatcher(make_celery(settings))
-    return RunDriver(sessions=services.sessions, dispatcher=dispatcher, interval_s=settings.driver_interval_s)
+    return RunDriver(
+        sessions=services.sessions,
+        dispatcher=dispatcher,
+        interval_s=settings.driver_interval_s,
+        max_backoff_s=settings.driver_max_backoff_s,
+    )
+
+
+def _health(driver: RunDriver | None, stale_after_s: float) -> HealthPublic:
+    if driver is None:
+        off = DriverHealth(
+            enabled=False,
+            alive=False,
+            last_success_at=None,
+            consecutive_failures=0,
+            last_error=None,
+            retry_in_s=None,
+            stale_after_s=stale_after_s,
+        )
+        return HealthPublic(status="ok", problem=None, driver=off)
+    state = driver.state()
+    problem = state.problem(datetime.now(UTC), stale_after_s)
+    return HealthPublic(
+        status="ok" if problem is None else "unhealthy",
+        problem=problem,
+        driver=DriverHealth(
+            enabled=True,
+            alive=state.alive,
+            last_success_at=state.last_success_at,
+            consecutive_failures=state.consecutive_failures,
+            last_error=state.last_error,
+            retry_in_s=state.retry_in_s,
+            stale_after_s=stale_after_s,
+        ),
+    )
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -77,6 +112,7 @@ def create_app(settings: Settings) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.services = services
+    app.state.driver = driver
     errors.install(app)
 
     @app.middleware("http")
@@ -95,9 +131,18 @@ def create_app(settings: Settings) -> FastAPI:
         app.include_router(router)
     app.include_router(dashboard.router)  # pages for every path outside /api/
 
-    @app.get("/api/health", tags=["system"])
-    def health() -> dict[str, str]:
-        return {"status": "ok"}
+    @app.get(
+        "/api/health",
+        tags=["system"],
+        response_model=HealthPublic,
+        responses={503: {"model": HealthPublic, "description": "the run driver is stale or stopped"}},
+    )
+    def health() -> JSONResponse:
+        """Unhealthy when the run driver is enabled and its thread died or its last successful
+        tick is older than `CLADE_DRIVER_STALE_AFTER_S`."""
+        body = _health(driver, settings.resolved_driver_stale_after_s)
+        code = status.HTTP_200_OK if body.status == "ok" else status.HTTP_503_SERVICE_UNAVAILABLE
+        return JSONResponse(status_code=code, content=body.model_dump(mode="json"))
 
     @app.get("/api/admin/consistency", tags=["system"], dependencies=[AdminOnly])
     def check_consistency() -> ConsistencyPublic:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -170,3 +170,22 @@ class BenchmarkTasks(BaseModel):
     name: str
     tasks: list[str]
     subsets: dict[str, list[str]]
+
+
+class DriverHealth(BaseModel):
+    enabled: bool
+    alive: bool
+    # The end of the last tick in which every running run moved (UTC).
+    last_success_at: datetime | None
+    consecutive_failures: int
+    last_error: str | None
+    retry_in_s: float | None  # the wait before the next tick: the interval, longer while ticks fail
+    stale_after_s: float
+
+
+class HealthPublic(BaseModel):
+    """200 with status "ok"; 503 with status "unhealthy" and the problem, same shape."""
+
+    status: Literal["ok", "unhealthy"]
+    problem: str | None
+    driver: DriverHealth

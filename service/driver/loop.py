@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, or_, select
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from contracts.jobs import EvaluateJob, ImproveJob
 from service import lifecycle
-from service.db.models import Evaluation, Run, RunAgent, Step
+from service.db.models import Evaluation, Event, Run, RunAgent, Step
 from service.driver import budget
 from service.driver.dispatch import Dispatcher
 from service.driver.failures import failure_to_diagnose
@@ -53,15 +54,71 @@ class Outbox:
     evaluate: list[EvaluateJob] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class DriverState:
+    """The driver as `/api/health` reports it."""
+
+    alive: bool
+    started_at: datetime | None
+    last_success_at: datetime | None  # the end of the last tick in which every running run moved
+    consecutive_failures: int
+    last_error: str | None
+    retry_in_s: float  # the wait before the next tick: the interval, longer while ticks fail
+
+    def problem(self, now: datetime, stale_after_s: float) -> str | None:
+        """Why the driver is unhealthy, or None."""
+        if not self.alive:
+            return "the run driver's thread is not running"
+        since = self.last_success_at or self.started_at
+        if since is not None and (now - since).total_seconds() > stale_after_s:
+            age = (now - since).total_seconds()
+            return (
+                f"the run driver's last successful tick was {age:.0f} s ago (stale after {stale_after_s:g} s;"
+                f" {self.consecutive_failures} failures in a row; last error: {self.last_error})"
+            )
+        return None
+
+
+@dataclass
+class _Unrecorded:
+    """A driver failure not yet written as a run event (the database could not take it)."""
+
+    error: str
+    since: datetime
+    failed_ticks: int = 1
+
+
 class RunDriver:
-    def __init__(self, *, sessions: sessionmaker[Session], dispatcher: Dispatcher, interval_s: float) -> None:
+    """Ticks until stopped. A failure never ends the thread: a run whose move fails is rolled
+    back, logged with its traceback and recorded as a `driver_error` event on that run, and
+    the other runs still move in that tick; a tick that cannot even list the runs (the database
+    unreachable) is logged and recorded on each running run once the database answers again.
+    While ticks fail, the wait between them doubles up to `max_backoff_s`; a good tick resets it."""
+
+    def __init__(
+        self,
+        *,
+        sessions: sessionmaker[Session],
+        dispatcher: Dispatcher,
+        interval_s: float,
+        max_backoff_s: float = 60.0,
+    ) -> None:
         self.sessions = sessions
         self.dispatcher = dispatcher
         self.interval_s = interval_s
+        self.max_backoff_s = max(interval_s, max_backoff_s)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()  # the state below is read by API threads
+        self._started_at: datetime | None = None
+        self._last_success_at: datetime | None = None
+        self._failures = 0
+        self._last_error: str | None = None
+        self._outage: _Unrecorded | None = None  # tick-wide failures, recorded on the runs later
+        self._unrecorded: dict[str, _Unrecorded] = {}  # per run, when recording it failed too
 
     def start(self) -> None:
+        self._started_at = datetime.now(UTC)
         self._thread = threading.Thread(target=self._loop, name="clade-driver", daemon=True)
         self._thread.start()
 
@@ -70,24 +127,122 @@ class RunDriver:
         if self._thread is not None:
             self._thread.join(timeout=30)
 
+    def state(self) -> DriverState:
+        with self._lock:
+            return DriverState(
+                alive=self._thread is not None and self._thread.is_alive(),
+                started_at=self._started_at,
+                last_success_at=self._last_success_at,
+                consecutive_failures=self._failures,
+                last_error=self._last_error,
+                retry_in_s=self._delay_s(),
+            )
+
     def _loop(self) -> None:
         while not self._stop.is_set():
-            self.tick()
-            self._stop.wait(self.interval_s)
+            self.run_once()
+            with self._lock:
+                delay = self._delay_s()
+            self._stop.wait(delay)
 
-    def tick(self) -> None:
+    def _delay_s(self) -> float:
+        if self._failures == 0:
+            return self.interval_s
+        return min(self.max_backoff_s, self.interval_s * 2.0 ** min(self._failures, 32))
+
+    def run_once(self) -> bool:
+        """One supervised tick: whatever fails is logged, counted and recorded, never raised."""
+        try:
+            failures = self.tick()
+        except Exception as exc:  # the supervisor: logged with the traceback, counted, retried later
+            log.exception("run driver: tick failed")
+            error = describe(exc)
+            if self._outage is None:  # only this thread touches it
+                self._outage = _Unrecorded(error=error, since=datetime.now(UTC))
+            else:
+                self._outage.failed_ticks += 1
+            self._failed(error)
+            return False
+        if failures:
+            self._failed(failures[-1])
+            return False
+        with self._lock:
+            self._failures, self._last_error = 0, None
+            self._last_success_at = datetime.now(UTC)
+        return True
+
+    def _failed(self, error: str) -> None:
+        with self._lock:
+            self._failures += 1
+            self._last_error = error
+
+    def tick(self) -> list[str]:
+        """Move every running run one step; the errors of the runs that could not move.
+
+        Raises only when the running runs cannot be listed."""
         with self.sessions() as session:
             run_ids = list(session.scalars(select(Run.id).where(Run.status == RunStatus.RUNNING)))
+        self._record_backlog(run_ids)
+        errors: list[str] = []
         for run_id in run_ids:
-            outbox = Outbox()
+            try:
+                self._drive(run_id)
+            except Exception as exc:  # one run's failure must not hold up the others
+                log.exception("run driver: run %s failed", run_id)
+                errors.append(f"run {run_id}: {describe(exc)}")
+                self._record(run_id, describe(exc))
+        return errors
+
+    def _drive(self, run_id: str) -> None:
+        outbox = Outbox()
+        with self.sessions.begin() as session:
+            run = session.get(Run, run_id, with_for_update=True)
+            if run is not None and run.status == RunStatus.RUNNING:
+                drive(session, run, outbox)
+        for improve in outbox.improve:
+            self.dispatcher.improve(improve)
+        for evaluate in outbox.evaluate:
+            self.dispatcher.evaluate(evaluate)
+
+    def _record(self, run_id: str, error: str) -> None:
+        """A `driver_error` event on the run; kept for a later tick if the database refuses it too."""
+        failure = self._unrecorded.pop(run_id, None)
+        if failure is None:
+            failure = _Unrecorded(error=error, since=datetime.now(UTC))
+        else:  # keep the first error, count the rest
+            failure.failed_ticks += 1
+        if not self._write([run_id], failure, scope="run"):
+            self._unrecorded[run_id] = failure
+
+    def _record_backlog(self, run_ids: list[str]) -> None:
+        """Failures the database could not take when they happened, now that it answers."""
+        if self._outage is not None and self._write(run_ids, self._outage, scope="driver"):
+            self._outage = None
+        for run_id, failure in list(self._unrecorded.items()):
+            if self._write([run_id], failure, scope="run"):
+                del self._unrecorded[run_id]
+
+    def _write(self, run_ids: list[str], failure: _Unrecorded, *, scope: str) -> bool:
+        payload = {
+            "scope": scope,  # "run": this run's move failed; "driver": no run could be driven
+            "error": failure.error,
+            "since": failure.since.isoformat(),
+            "failed_ticks": failure.failed_ticks,
+        }
+        try:
             with self.sessions.begin() as session:
-                run = session.get(Run, run_id, with_for_update=True)
-                if run is not None and run.status == RunStatus.RUNNING:
-                    drive(session, run, outbox)
-            for improve in outbox.improve:
-                self.dispatcher.improve(improve)
-            for evaluate in outbox.evaluate:
-                self.dispatcher.evaluate(evaluate)
+                session.add_all(Event(run_id=r, kind="driver_error", payload=payload) for r in run_ids)
+        except SQLAlchemyError:
+            log.exception("run driver: could not record a failure yet; will try again")
+            return False
+        return True
+
+
+def describe(exc: BaseException) -> str:
+    """An error in one line, short enough for an event and a health answer."""
+    lines = str(exc).strip().splitlines()
+    text = f"{type(exc).__name__}: {lines[0] if lines else ''}"
+    return text if len(text) <= 500 else text[:497] + "..."
 
 
 def drive(session: Session, run: Run, outbox: Outbox) -> None:
