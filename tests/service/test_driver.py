@@ -9,118 +9,20 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from sqlalchemy import select
-from sqlalchemy.orm import Session, sessionmaker
 
-from benchmarks.catalog import BenchmarkCatalog
-from contracts.config import RunConfig
-from contracts.jobs import Budget, EvaluateJob, ImproveJob
-from contracts.records import EvaluationResult, EvaluationSubmission, UsageRecord
+from contracts.jobs import Budget
+from contracts.records import EvaluationResult
 from contracts.settings import Settings
 from service.api.app import create_app
-from service.archive.git_store import GitStore
-from service.archive.store import Archive
-from service.db.engine import make_engine, make_session_factory
-from service.db.migrate import upgrade
-from service.db.models import Evaluation, Run, RunAgent, StageScore, Step
+from service.db.models import Evaluation, StageScore, Step
 from service.driver.loop import MAX_DISPATCHES, RunDriver
-from service.driver.plan import plan_run
-from service.results import record_evaluation
-from service.runs import change_state, create_run
-from tests.helpers import write_agent
-from tests.service.helpers import make_patch
-
-T = [f"clade-mini__{name}" for name in ("textkit-1", "spanlib-1", "ledger-1", "calcpy-1")]
-
-
-class RecordingDispatcher:
-    """Keeps the jobs the driver sends, for the test to answer."""
-
-    def __init__(self) -> None:
-        self.sent_improve: list[ImproveJob] = []
-        self.sent_evaluate: list[EvaluateJob] = []
-
-    def improve(self, job: ImproveJob) -> None:
-        self.sent_improve.append(job)
-
-    def evaluate(self, job: EvaluateJob) -> None:
-        self.sent_evaluate.append(job)
-
-    def take(self) -> tuple[list[ImproveJob], list[EvaluateJob]]:
-        improve, evaluate = self.sent_improve, self.sent_evaluate
-        self.sent_improve, self.sent_evaluate = [], []
-        return improve, evaluate
-
-
-class World:
-    def __init__(self, root: Path) -> None:
-        url = f"sqlite:///{root / 'clade.db'}"
-        upgrade(url)
-        self.sessions: sessionmaker[Session] = make_session_factory(make_engine(url))
-        self.archive = Archive(
-            git=GitStore(root / "archive.git"), sessions=self.sessions, max_patch_bytes=10**6
-        )
-        self.seed = self.archive.import_seed_folder(write_agent(root / "seed", {"x.txt": "0\n"})).id
-        self.outbox = RecordingDispatcher()
-        self.driver = RunDriver(sessions=self.sessions, dispatcher=self.outbox, interval_s=0.1)
-        self.catalog = BenchmarkCatalog()
-        self.version = 0
-
-    def start(self, **overrides: Any) -> str:
-        config = RunConfig.model_validate(
-            {
-                "seed_agent": self.seed,
-                "stages": [{"tasks": T[:2], "threshold": 0.5}, {"tasks": T}],
-                "selection": {"strategy": "best"},
-                "budget": {"max_children": 2},
-                "parallelism": 1,
-            }
-            | overrides
-        )
-        with self.sessions.begin() as session:
-            plan = plan_run(config, catalog=self.catalog, visibility_timeout_s=10**6)
-            return create_run(session, config=plan.config, stage_tasks=plan.stage_tasks).id
-
-    def answer(
-        self, job: EvaluateJob, resolved: bool, usd: float = 0.0, result: EvaluationResult | None = None
-    ) -> None:
-        usage = [UsageRecord(purpose="solve", model="m", prompt_tokens=10, completion_tokens=5, cost_usd=usd)]
-        with self.sessions.begin() as session:
-            record_evaluation(
-                session,
-                evaluation_id=job.evaluation_id,
-                submission=EvaluationSubmission(
-                    result=result or EvaluationResult(resolved=resolved), usage=usage
-                ),
-            )
-
-    def make_child(self, job: ImproveJob) -> str:
-        self.version += 1
-        old = self.archive.git.read_file(job.parent_id, "x.txt") or b""
-        patch = make_patch(old.decode(), f"{self.version}\n", path="x.txt")
-        return self.archive.create_child(step_id=job.step_id, patch=patch).id
-
-    def member(self, run_id: str, agent_id: str) -> RunAgent:
-        with self.sessions() as session:
-            member = session.get(RunAgent, (run_id, agent_id))
-            assert member is not None
-            return member
-
-    def run(self, run_id: str) -> Run:
-        with self.sessions() as session:
-            run = session.get(Run, run_id)
-            assert run is not None
-            return run
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> World:
-    return World(tmp_path)
+from service.runs import change_state
+from tests.service.driver_world import T, World
 
 
 def test_stages_admission_and_completion(world: World) -> None:
