@@ -22,3 +22,8 @@ class InvalidAgentError(ArchiveError, ValueError):
 
 class ConflictError(ArchiveError, RuntimeError):
     """A state change that is impossible from the current state."""
+
+
+class StorageFullError(ArchiveError, OSError):
+    """The archive's disk (or quota) is full: nothing was written; the same request works once
+    space is freed, so callers retry it (HTTP 507) rather than take it as a refusal."""

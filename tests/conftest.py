@@ -14,7 +14,7 @@ from docker.errors import DockerException
 
 from sandbox.images.build import ensure_base_image
 from service.db.migrate import upgrade
-from tests.helpers import import_seed
+from tests.helpers import import_seed, small_tmpfs
 from tests.servers import (
     AppService,
     ServiceProcess,
@@ -126,3 +126,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         params = getattr(getattr(item, "callspec", None), "params", {})
         group = "-".join([used[0], *(str(params[name]) for name in ("grader",) if name in params)])
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 16 MiB tmpfs mounted for the test (root needed, as in CI; without, it errors, never skips)."""
+    with small_tmpfs(tmp_path / "small-disk", size_mb=16) as mount:
+        yield mount

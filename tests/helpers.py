@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import io
+import os
+import subprocess
 import tarfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tests.servers import ServiceClients
@@ -45,3 +50,40 @@ def import_seed(service: ServiceClients, workdir: Path) -> str:
 
 # An image registry nobody listens on (loopback, port 9): a pull from it fails at once, offline.
 CLOSED_REGISTRY = "127.0.0.1:9"
+
+
+@contextmanager
+def small_tmpfs(mount: Path, size_mb: int) -> Iterator[Path]:
+    """A tmpfs of its own at `mount`: a disk that really fills up. Needs root, as CI has; without it
+    the test fails (a skipped disk-full test would pass for nothing)."""
+    mount.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size_mb}m,mode=0755", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        raise RuntimeError(f"cannot mount a tmpfs at {mount} (root needed): {mounted.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        # Lazily if something still holds a file there: the mount goes once it is let go.
+        if subprocess.run(["umount", str(mount)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "--lazy", str(mount)], check=True)
+
+
+def fill_disk(ballast: Path) -> None:
+    """Write zeros to `ballast` until the disk holding it has not one byte left."""
+    fd = os.open(ballast, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for chunk in (1 << 20, 1 << 16, 1 << 12, 1):
+            block = bytes(chunk)
+            while True:
+                try:
+                    os.write(fd, block)
+                except OSError as exc:
+                    if exc.errno != errno.ENOSPC:
+                        raise
+                    break
+    finally:
+        os.close(fd)

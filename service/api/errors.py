@@ -6,9 +6,11 @@ from collections.abc import Awaitable, Callable
 
 from fastapi import FastAPI, Request, status
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
 
 from contracts.config import ConfigFieldError
-from contracts.errors import ConflictError, InvalidAgentError, NotFoundError, PatchError
+from contracts.errors import ConflictError, InvalidAgentError, NotFoundError, PatchError, StorageFullError
+from service.archive.storage import is_disk_full, storage_full
 from service.archive.store import PatchTooLargeError
 from service.runs import UnknownAgentError
 
@@ -30,6 +32,15 @@ async def _bad_field(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(status_code=status.HTTP_422_UNPROCESSABLE_CONTENT, content={"detail": detail})
 
 
+async def _database_error(request: Request, exc: Exception) -> JSONResponse:
+    """A database write that found the disk full is a 507 like the archive's; any other error stays a 500."""
+    if not is_disk_full(exc):
+        raise exc
+    detail = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+    full = storage_full(detail, request.app.state.services.settings.data_dir)
+    return JSONResponse(status_code=status.HTTP_507_INSUFFICIENT_STORAGE, content={"detail": str(full)})
+
+
 def install(app: FastAPI) -> None:
     app.add_exception_handler(UnknownAgentError, _bad_field)
     app.add_exception_handler(ConfigFieldError, _bad_field)
@@ -38,3 +49,6 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(PatchTooLargeError, _handler(status.HTTP_413_CONTENT_TOO_LARGE))
     app.add_exception_handler(PatchError, _handler(status.HTTP_422_UNPROCESSABLE_CONTENT))
     app.add_exception_handler(InvalidAgentError, _handler(status.HTTP_422_UNPROCESSABLE_CONTENT))
+    # A full disk is not the request's fault: 507, and the same request works once space is freed.
+    app.add_exception_handler(StorageFullError, _handler(status.HTTP_507_INSUFFICIENT_STORAGE))
+    app.add_exception_handler(DBAPIError, _database_error)

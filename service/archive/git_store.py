@@ -15,6 +15,7 @@ from pathlib import Path
 import git
 
 from contracts.errors import NotFoundError, PatchError
+from service.archive.storage import git_says_full, storage_full
 
 AGENT_REF_PREFIX = "refs/heads/agents/"
 IDENTITY = {
@@ -26,6 +27,10 @@ IDENTITY = {
 # Seeds get a fixed date so that importing the same code twice yields the same id.
 SEED_DATE = "2000-01-01T00:00:00+0000"
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+# Commands that write objects, refs or an index: a failure of one on a full disk is the disk's.
+WRITING_COMMANDS = frozenset(
+    {"add", "apply", "commit-tree", "fetch", "read-tree", "symbolic-ref", "update-ref", "write-tree"}
+)
 
 
 class GitCommandError(RuntimeError):
@@ -106,6 +111,7 @@ class GitStore:
             status, _, err = self._exec(["apply", "--cached", "--whitespace=nowarn", handle.name], env=env)
             if status != 0:
                 reason = str(err).strip() or "git apply failed"
+                self._refuse_if_full("apply", reason)  # not the patch's fault: retried, never final
                 raise PatchError(f"patch does not apply to {parent[:12]}: {reason}")
             tree = self._text(["write-tree"], env=env).strip()
         if tree == str(parent_tree).strip():
@@ -116,6 +122,11 @@ class GitStore:
 
     def set_agent_ref(self, sha: str) -> None:
         self._text(["update-ref", AGENT_REF_PREFIX + sha, sha])
+
+    def ensure_agent_ref(self, sha: str) -> None:
+        """The agent's ref, written only if missing (a retried request completes an earlier one)."""
+        if self._status(["show-ref", "--verify", "--quiet", AGENT_REF_PREFIX + sha]) != 0:
+            self.set_agent_ref(sha)
 
     def point_head_at(self, sha: str) -> None:
         """Give a fresh archive a HEAD (the first seed), so that `git clone` checks something out."""
@@ -167,15 +178,23 @@ class GitStore:
     def _status(self, args: list[str]) -> int:
         return self._exec(args)[0]
 
+    def _refuse_if_full(self, command: str, stderr: str) -> None:
+        """StorageFullError if a git command failed for want of space (only writers are asked the disk)."""
+        if git_says_full(stderr, self.path, writes=command in WRITING_COMMANDS):
+            last = stderr.strip().splitlines()[-1] if stderr.strip() else f"git {command} failed"
+            raise storage_full(last, self.path.parent)
+
     def _text(self, args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
         status, out, err = self._exec(args, env=env, cwd=cwd)
         if status != 0:
+            self._refuse_if_full(args[0], err)
             raise GitCommandError(f"git {args[0]} failed ({status}): {err.strip()}")
         return str(out)
 
     def _bytes(self, args: list[str]) -> bytes:
         status, out, err = self._exec(args, binary=True)
         if status != 0:
+            self._refuse_if_full(args[0], err)
             raise GitCommandError(f"git {args[0]} failed ({status}): {err.strip()}")
         assert isinstance(out, bytes)
         return out

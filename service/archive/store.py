@@ -4,13 +4,20 @@ Order of every write: git objects first, then the database rows in one
 transaction, then the agent's ref. A crash before the transaction commits
 leaves only unreachable git objects (no agent); a crash after it leaves a row
 whose ref `consistency.check` recreates at the next start.
+
+A full disk (or quota) anywhere in a write raises StorageFullError (HTTP 507) with the same
+guarantee: before the transaction nothing is recorded; should the ref alone fail after it,
+the retried request writes it (every idempotent path makes sure the ref exists).
 """
 
 from __future__ import annotations
 
+import functools
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -19,6 +26,7 @@ from contracts.manifest import MANIFEST_FILE, parse_manifest
 from contracts.records import UsageRecord
 from service import lifecycle
 from service.archive.git_store import GitStore
+from service.archive.storage import full_disk_refused
 from service.archive.tarballs import extract_tar
 from service.db.models import Agent, Event, RunAgent, Step
 from service.results import record_usage
@@ -26,6 +34,21 @@ from service.results import record_usage
 
 class PatchTooLargeError(PatchError):
     pass
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def refuses_full_disk(method: Callable[Concatenate[Archive, P], R]) -> Callable[Concatenate[Archive, P], R]:
+    """A full disk met anywhere in the write is StorageFullError, naming the archive's folder."""
+
+    @functools.wraps(method)
+    def guarded(self: Archive, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with full_disk_refused(self.git.path.parent):
+            return method(self, *args, **kwargs)
+
+    return guarded
 
 
 class Archive:
@@ -36,6 +59,7 @@ class Archive:
 
     # -- seeds -------------------------------------------------------------------
 
+    @refuses_full_disk
     def import_seed_folder(self, folder: Path, *, name: str | None = None) -> Agent:
         """Import a folder as a seed (a root commit). Importing the same code again returns it."""
         manifest_path = folder / MANIFEST_FILE
@@ -55,10 +79,11 @@ class Archive:
                 )
                 session.add(agent)
                 session.add(Event(kind="seed_imported", payload={"agent_id": sha, "name": label}))
-        self.git.set_agent_ref(sha)
+        self.git.ensure_agent_ref(sha)
         self.git.point_head_at(sha)
         return agent
 
+    @refuses_full_disk
     def import_seed_tar(self, data: bytes, *, name: str | None = None) -> Agent:
         with tempfile.TemporaryDirectory(prefix="clade-seed-") as tmp:
             root = Path(tmp)
@@ -67,6 +92,7 @@ class Archive:
 
     # -- children ----------------------------------------------------------------
 
+    @refuses_full_disk
     def create_child(
         self,
         *,
@@ -83,7 +109,7 @@ class Archive:
         with self.sessions() as session:
             step = _get_step(session, step_id)
             if step.child_id is not None:
-                return _get_agent(session, step.child_id)
+                return self._delivered_again(session, step.child_id)
             if not lifecycle.step_takes_child.allows(step):
                 raise ConflictError(f"step {step_id} is {step.status}; it takes no child")
             parent_id, run_id, number = step.parent_id, step.run_id, step.number
@@ -93,7 +119,7 @@ class Archive:
         with self.sessions.begin() as session:
             step = _get_step(session, step_id, lock=True)
             if step.child_id is not None:  # a concurrent delivery of the same step won
-                return _get_agent(session, step.child_id)
+                return self._delivered_again(session, step.child_id)
             agent = session.get(Agent, sha) or Agent(
                 id=sha,
                 parent_id=parent_id,
@@ -130,6 +156,11 @@ class Archive:
                 )
             )
         self.git.set_agent_ref(sha)
+        return agent
+
+    def _delivered_again(self, session: Session, child_id: str) -> Agent:
+        agent = _get_agent(session, child_id)
+        self.git.ensure_agent_ref(child_id)  # the first delivery may have stopped short of it
         return agent
 
     def _manifest_of(self, sha: str) -> dict[str, object]:

@@ -1,0 +1,113 @@
+"""A full disk: 507 with a clear message, nothing half-written, and back to work once space is freed.
+
+The service's data directory (archive, SQLite database, file broker) is on a 16 MiB tmpfs
+of its own, filled to the last byte with a ballast file, then freed; no restart between.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, select
+from sqlalchemy.orm import Session
+
+from service.db.models import Evaluation, Step
+from tests.helpers import fill_disk, import_seed, tar_of, write_agent
+from tests.servers import AppService, app_service, free_port, service_env
+from tests.service.driver_world import T
+from tests.service.helpers import agent_ids, agent_refs, core_patch, row_counts
+
+FULL = "the archive's disk is full: "
+
+
+def wait_for(check: Callable[[], Any], what: str, timeout_s: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if value := check():
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def pending_step(database_url: str, run_id: str) -> str | None:
+    engine = create_engine(database_url)
+    with Session(engine) as session:
+        step = session.scalars(select(Step).where(Step.run_id == run_id, Step.dispatches > 0)).first()
+        step_id = step.id if step is not None and step.child_id is None else None
+    engine.dispose()
+    return step_id
+
+
+def evaluated_agents(database_url: str) -> set[str]:
+    engine = create_engine(database_url)
+    with Session(engine) as session:
+        agents = set(session.scalars(select(Evaluation.agent_id)))
+    engine.dispose()
+    return agents
+
+
+@pytest.fixture
+def service_on_small_disk(small_disk: Path) -> Iterator[AppService]:
+    """The service with its driver on, everything it writes on the small disk (SQLite included)."""
+    env = service_env(
+        small_disk / "data",
+        None,
+        free_port(),
+        CLADE_RUN_DRIVER_ENABLED="true",
+        CLADE_DRIVER_INTERVAL_S="0.05",
+        CLADE_DRIVER_MAX_BACKOFF_S="0.2",
+    )
+    env["CLADE_DATABASE_URL"] = f"sqlite:///{small_disk / 'data' / 'clade.db'}"
+    with app_service(env) as app:
+        yield app
+
+
+def test_a_full_disk_is_507_writes_nothing_and_passes_once_space_is_freed(
+    service_on_small_disk: AppService, small_disk: Path, tmp_path: Path
+) -> None:
+    service, data_dir = service_on_small_disk, service_on_small_disk.data_dir
+    db = service.database_url
+    seed = import_seed(service, tmp_path)
+    config = {"seed_agent": seed, "stages": [{"tasks": T[:1]}], "budget": {"max_children": 1}}
+    other_seed = tar_of(write_agent(tmp_path / "other", {"other.py": "x = 1\n"}))
+    patch = {"patch": core_patch(10, "changed"), "diagnosis": "d"}
+    with service.admin as admin, service.worker as worker:
+        run_id = admin.post("/api/runs", json=config).json()["id"]
+        wait_for(lambda: evaluated_agents(db), "the seed's evaluation")
+        first = admin.get(f"/api/agents/{seed}").json()["runs"][0]["evaluations"][0]["id"]
+        answer = {"result": {"resolved": True}, "usage": []}
+        assert worker.post(f"/api/worker/evaluations/{first}/result", json=answer).status_code == 200
+        step_id = wait_for(lambda: pending_step(db, run_id), "the seed's first step to be sent")
+        before = (agent_ids(db), agent_refs(data_dir), row_counts(db))
+
+        fill_disk(small_disk / "ballast")
+        refused = [
+            admin.post("/api/seeds", files={"file": ("a.tgz", other_seed)}, data={"name": "other"}),
+            worker.post(f"/api/worker/steps/{step_id}/child", json=patch),
+            admin.post("/api/runs", json=config),  # the database alone refuses this one
+        ]
+        for response in refused:
+            assert response.status_code == 507, response.text
+            detail = response.json()["detail"]
+            assert detail.startswith(FULL) and detail.endswith(f"; free space in {data_dir}"), detail
+        assert "patch does not apply" not in refused[1].text
+        assert (agent_ids(db), agent_refs(data_dir), row_counts(db)) == before  # nothing half-written
+        assert pending_step(db, run_id) == step_id
+        report = admin.get("/api/admin/consistency").json()
+        assert report["refs_restored"] == report["refs_removed"] == report["missing_commits"] == []
+
+        (small_disk / "ballast").unlink()
+        created = admin.post("/api/seeds", files={"file": ("a.tgz", other_seed)}, data={"name": "other"})
+        assert created.status_code == 201, created.text
+        child = worker.post(f"/api/worker/steps/{step_id}/child", json=patch)
+        assert child.status_code == 200, child.text
+        assert admin.post("/api/runs", json=config).status_code == 201
+        assert agent_ids(db) == agent_refs(data_dir) == before[0] | {created.json()["id"], child.json()["id"]}
+        # The driver carries on by itself: the child's evaluation is created and sent.
+        wait_for(lambda: child.json()["id"] in evaluated_agents(db), "the driver to evaluate the child")
+        health = admin.get("/api/health")
+    assert health.status_code == 200 and health.json()["driver"]["consecutive_failures"] == 0
