@@ -6,20 +6,26 @@ of its own, filled to the last byte with a ballast file, then freed; no restart 
 
 from __future__ import annotations
 
+import errno
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from sqlalchemy import create_engine, select
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
+from contracts.errors import StorageFullError
+from service.archive.git_store import GitStore
+from service.archive.storage import full_disk_refused, is_disk_full
 from service.db.models import Evaluation, Step
 from tests.helpers import fill_disk, import_seed, tar_of, write_agent
 from tests.servers import AppService, app_service, free_port, service_env
 from tests.service.driver_world import T
-from tests.service.helpers import agent_ids, agent_refs, core_patch, row_counts
+from tests.service.helpers import agent_ids, agent_refs, core_patch, open_step_in, row_counts, start_run
 
 FULL = "the archive's disk is full: "
 
@@ -111,3 +117,58 @@ def test_a_full_disk_is_507_writes_nothing_and_passes_once_space_is_freed(
         wait_for(lambda: child.json()["id"] in evaluated_agents(db), "the driver to evaluate the child")
         health = admin.get("/api/health")
     assert health.status_code == 200 and health.json()["driver"]["consecutive_failures"] == 0
+
+
+def test_a_ref_git_cannot_write_for_want_of_space_is_storage_full(small_disk: Path, tmp_path: Path) -> None:
+    """git names no cause when a ref's lock file cannot be written; the disk it is on does."""
+    git = GitStore(small_disk / "archive.git")
+    sha = git.commit_folder(write_agent(tmp_path / "agent"), "seed")
+    fill_disk(small_disk / "ballast")
+    with pytest.raises(StorageFullError, match=f"^{FULL}.*; free space in {small_disk}$"):
+        git.set_agent_ref(sha)
+    assert git.agent_refs() == set()
+    (small_disk / "ballast").unlink()
+    git.ensure_agent_ref(sha)
+    assert git.agent_refs() == {sha}
+
+
+def test_a_child_delivered_again_restores_a_ref_the_first_delivery_did_not_write(
+    service: AppService, seed_id: str
+) -> None:
+    """Should the disk fill between the transaction and the ref, the worker's retry completes the child."""
+    run_id = start_run(service, seed_id)
+    step_id = open_step_in(service.database_url, run_id=run_id, parent_id=seed_id)
+    body = {"patch": core_patch(3, "new")}
+    with service.worker as worker:
+        child = worker.post(f"/api/worker/steps/{step_id}/child", json=body).json()["id"]
+        # As a 507 after the commit would leave it: the row, and no ref.
+        GitStore(service.data_dir / "archive.git").delete_agent_ref(child)
+        again = worker.post(f"/api/worker/steps/{step_id}/child", json=body)
+    assert again.status_code == 200 and again.json()["id"] == child
+    assert agent_refs(service.data_dir) == agent_ids(service.database_url) == {seed_id, child}
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        OSError(errno.ENOSPC, "No space left on device"),
+        OSError(errno.EDQUOT, "Disk quota exceeded"),
+        # As SQLAlchemy raises what psycopg raised (SQLite's own is met for real above).
+        OperationalError("INSERT", {}, psycopg.errors.DiskFull("could not extend file")),
+    ],
+    ids=["ENOSPC", "EDQUOT", "postgres-53100"],
+)
+def test_each_layer_saying_disk_full_is_recognised(error: Exception, tmp_path: Path) -> None:
+    def write() -> None:
+        try:
+            raise error
+        except Exception as exc:  # as SQLAlchemy and our callers wrap what the layer raised
+            raise RuntimeError("wrapped") from exc
+
+    assert is_disk_full(error)
+    with pytest.raises(StorageFullError, match=f"; free space in {tmp_path}$"), full_disk_refused(tmp_path):
+        raise error
+    with pytest.raises(RuntimeError) as wrapped:
+        write()
+    assert is_disk_full(wrapped.value)
+    assert not is_disk_full(OSError(errno.EACCES, "Permission denied"))
