@@ -133,3 +133,20 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 16 MiB tmpfs mounted for the test (root needed, as in CI; without, it errors, never skips)."""
     with small_tmpfs(tmp_path / "small-disk", size_mb=16) as mount:
         yield mount
+
+
+@pytest.fixture
+def small_disk_service(small_disk: Path) -> Iterator[AppService]:
+    """The service with everything it writes on the small disk (archive, SQLite, file broker) and
+    its run driver on, ticking every 50 ms."""
+    data_dir = small_disk / "data"
+    env = service_env(
+        data_dir,
+        f"sqlite:///{data_dir / 'clade.db'}",
+        free_port(),
+        CLADE_RUN_DRIVER_ENABLED="true",
+        CLADE_DRIVER_INTERVAL_S="0.05",
+        CLADE_DRIVER_MAX_BACKOFF_S="0.2",
+    )
+    with app_service(env) as app:
+        yield app

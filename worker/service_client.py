@@ -12,11 +12,18 @@ from worker.errors import InfrastructureError, StaleJobError
 
 
 class ServiceClient:
-    def __init__(self, base_url: str, worker_token: str, timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        worker_token: str,
+        timeout_s: float = 120.0,
+        transport: httpx.BaseTransport | None = None,  # tests: a service in the same process
+    ) -> None:
         self._http = httpx.Client(
             base_url=base_url.rstrip("/"),
             headers={"Authorization": f"Bearer {worker_token}"},
             timeout=timeout_s,
+            transport=transport,
         )
 
     def close(self) -> None:
@@ -47,6 +54,9 @@ class ServiceClient:
             raise InfrastructureError(f"service unreachable ({method} {path}): {exc}") from exc
         if response.status_code == 409:
             raise StaleJobError(f"{method} {path}: {response.json().get('detail')}")
+        # 5xx and 429 are the service's trouble, not the job's: retried with backoff. Among them 507,
+        # the archive's disk is full: the same submission works once space is freed, so it is never
+        # taken as a refusal of the patch.
         if response.status_code >= 500 or response.status_code == 429:
             raise InfrastructureError(
                 f"{method} {path} answered {response.status_code}: {response.text[:300]}"

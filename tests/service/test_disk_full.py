@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import errno
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from service.archive.git_store import GitStore
 from service.archive.storage import full_disk_refused, is_disk_full
 from service.db.models import Evaluation, Step
 from tests.helpers import fill_disk, import_seed, tar_of, write_agent
-from tests.servers import AppService, app_service, free_port, service_env
+from tests.servers import AppService
 from tests.service.driver_world import T
 from tests.service.helpers import agent_ids, agent_refs, core_patch, open_step_in, row_counts, start_run
 
@@ -56,26 +56,10 @@ def evaluated_agents(database_url: str) -> set[str]:
     return agents
 
 
-@pytest.fixture
-def service_on_small_disk(small_disk: Path) -> Iterator[AppService]:
-    """The service with its driver on, everything it writes on the small disk (SQLite included)."""
-    env = service_env(
-        small_disk / "data",
-        None,
-        free_port(),
-        CLADE_RUN_DRIVER_ENABLED="true",
-        CLADE_DRIVER_INTERVAL_S="0.05",
-        CLADE_DRIVER_MAX_BACKOFF_S="0.2",
-    )
-    env["CLADE_DATABASE_URL"] = f"sqlite:///{small_disk / 'data' / 'clade.db'}"
-    with app_service(env) as app:
-        yield app
-
-
 def test_a_full_disk_is_507_writes_nothing_and_passes_once_space_is_freed(
-    service_on_small_disk: AppService, small_disk: Path, tmp_path: Path
+    small_disk_service: AppService, small_disk: Path, tmp_path: Path
 ) -> None:
-    service, data_dir = service_on_small_disk, service_on_small_disk.data_dir
+    service, data_dir = small_disk_service, small_disk_service.data_dir
     db = service.database_url
     seed = import_seed(service, tmp_path)
     config = {"seed_agent": seed, "stages": [{"tasks": T[:1]}], "budget": {"max_children": 1}}
