@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from fastapi import FastAPI, Request, status
 from fastapi.responses import JSONResponse
@@ -10,9 +11,18 @@ from sqlalchemy.exc import DBAPIError
 
 from contracts.config import ConfigFieldError
 from contracts.errors import ConflictError, InvalidAgentError, NotFoundError, PatchError, StorageFullError
+from service.api.schemas import StorageFullPublic
 from service.archive.storage import is_disk_full, storage_full
 from service.archive.store import PatchTooLargeError
 from service.runs import UnknownAgentError
+
+# For the routes that write to the archive: a full disk answers 507 (documented in the OpenAPI).
+STORAGE_FULL: dict[int | str, dict[str, Any]] = {
+    status.HTTP_507_INSUFFICIENT_STORAGE: {
+        "model": StorageFullPublic,
+        "description": "the archive's disk is full: nothing was written; retry once space is freed",
+    }
+}
 
 Handler = Callable[[Request, Exception], Awaitable[JSONResponse]]
 

@@ -21,6 +21,12 @@ class Page(BaseModel, Generic[T]):
     offset: int
 
 
+class StorageFullPublic(BaseModel):
+    """507: the archive's disk is full; nothing was written and the same request works once space is freed."""
+
+    detail: str
+
+
 class Budget(BaseModel):
     max_children: int
     max_usd: float | None

@@ -100,7 +100,10 @@ def test_a_full_disk_is_507_writes_nothing_and_passes_once_space_is_freed(
         # The driver carries on by itself: the child's evaluation is created and sent.
         wait_for(lambda: child.json()["id"] in evaluated_agents(db), "the driver to evaluate the child")
         health = admin.get("/api/health")
+        paths = admin.get("/openapi.json").json()["paths"]
     assert health.status_code == 200 and health.json()["driver"]["consecutive_failures"] == 0
+    for path in ("/api/seeds", "/api/worker/steps/{step_id}/child"):
+        assert "507" in paths[path]["post"]["responses"], path
 
 
 def test_a_ref_git_cannot_write_for_want_of_space_is_storage_full(small_disk: Path, tmp_path: Path) -> None:

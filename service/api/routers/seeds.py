@@ -7,12 +7,13 @@ from typing import Annotated
 from fastapi import APIRouter, File, Form, HTTPException, UploadFile, status
 
 from service.api.deps import AdminOnly, ArchiveDep, ServicesDep
+from service.api.errors import STORAGE_FULL
 from service.api.schemas import AgentPublic
 
 router = APIRouter(prefix="/api/seeds", tags=["seeds"])
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, dependencies=[AdminOnly])
+@router.post("", status_code=status.HTTP_201_CREATED, dependencies=[AdminOnly], responses=STORAGE_FULL)
 def import_seed(
     archive: ArchiveDep,
     services: ServicesDep,

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Response
 from contracts.records import ChildSubmission, EvaluationSubmission, StepFailure
 from service import queries
 from service.api.deps import ArchiveDep, SessionDep, WorkerOnly
+from service.api.errors import STORAGE_FULL
 from service.api.schemas import AgentPublic, EvaluationPublic
 from service.results import record_evaluation, reject_step
 
@@ -20,7 +21,7 @@ def agent_code(agent_id: str, session: SessionDep, archive: ArchiveDep) -> Respo
     return Response(archive.git.archive(agent_id), media_type="application/x-tar")
 
 
-@router.post("/steps/{step_id}/child")
+@router.post("/steps/{step_id}/child", responses=STORAGE_FULL)
 def submit_child(step_id: str, body: ChildSubmission, archive: ArchiveDep) -> AgentPublic:
     """Create the step's child from a unified diff against its parent; idempotent by step id."""
     agent = archive.create_child(
