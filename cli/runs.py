@@ -158,6 +158,9 @@ def describe_event(event: dict[str, Any]) -> str:
     if kind == "evaluation_done":
         mark = "[green]resolved[/green]" if p.get("resolved") else "[red]unresolved[/red]"
         return f"{stamp}   {short(p.get('agent_id'))} on {p.get('task_id')}: {mark}"
+    if kind == "driver_error":
+        cause = escape(str(p.get("error")))
+        return f"{stamp} [yellow]run driver failed ({p.get('failed_ticks', 1)} ticks): {cause}[/yellow]"
     if kind in ("agent_admitted", "agent_rejected"):
         verdict = "admitted" if kind == "agent_admitted" else "rejected"
         extra = f" score {fmt_score(p.get('score'))}" if p.get("score") is not None else ""
