@@ -12,7 +12,7 @@ from sqlalchemy.exc import DBAPIError
 from contracts.config import ConfigFieldError
 from contracts.errors import ConflictError, InvalidAgentError, NotFoundError, PatchError, StorageFullError
 from service.api.schemas import StorageFullPublic
-from service.archive.storage import is_disk_full, storage_full
+from service.archive.storage import as_storage_full
 from service.archive.store import PatchTooLargeError
 from service.runs import UnknownAgentError
 
@@ -44,10 +44,10 @@ async def _bad_field(_request: Request, exc: Exception) -> JSONResponse:
 
 async def _database_error(request: Request, exc: Exception) -> JSONResponse:
     """A database write that found the disk full is a 507 like the archive's; any other error stays a 500."""
-    if not is_disk_full(exc):
+    assert isinstance(exc, DBAPIError)
+    full = as_storage_full(exc, request.app.state.services.settings.data_dir)
+    if full is None:
         raise exc
-    detail = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-    full = storage_full(detail, request.app.state.services.settings.data_dir)
     return JSONResponse(status_code=status.HTTP_507_INSUFFICIENT_STORAGE, content={"detail": str(full)})
 
 

@@ -74,7 +74,19 @@ def full_disk_refused(folder: Path) -> Iterator[None]:
     except StorageFullError:
         raise
     except (OSError, DBAPIError) as exc:
-        if not is_disk_full(exc):
+        full = as_storage_full(exc, folder)
+        if full is None:
             raise
-        detail = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-        raise storage_full(detail, folder) from exc
+        raise full from exc
+
+
+def as_storage_full(exc: OSError | DBAPIError, folder: Path) -> StorageFullError | None:
+    """The StorageFullError for a full disk (None for any other error): the folder to free, or the
+    database server when it is a database other than SQLite (whose file is in the data folder)."""
+    if not is_disk_full(exc):
+        return None
+    if isinstance(exc, DBAPIError) and not isinstance(exc.orig, sqlite3.Error):
+        detail = str(exc.orig).strip().splitlines()[0] if str(exc.orig).strip() else "disk full"
+        return StorageFullError(f"the archive's disk is full: {detail}; free space on the database server")
+    lines = str(exc.orig if isinstance(exc, DBAPIError) else exc).strip().splitlines()
+    return storage_full(lines[0] if lines else "no space left", folder)

@@ -153,7 +153,9 @@ def test_each_layer_saying_disk_full_is_recognised(error: Exception, tmp_path: P
             raise RuntimeError("wrapped") from exc
 
     assert is_disk_full(error)
-    with pytest.raises(StorageFullError, match=f"; free space in {tmp_path}$"), full_disk_refused(tmp_path):
+    where = "on the database server" if isinstance(error, OperationalError) else f"in {tmp_path}"
+    refused = pytest.raises(StorageFullError, match=f"^{FULL}.*; free space {where}$")
+    with refused, full_disk_refused(tmp_path):
         raise error
     with pytest.raises(RuntimeError) as wrapped:
         write()
