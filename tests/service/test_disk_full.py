@@ -21,10 +21,10 @@ from sqlalchemy.orm import Session
 from contracts.errors import StorageFullError
 from service.archive.git_store import GitStore
 from service.archive.storage import full_disk_refused, is_disk_full
-from service.db.models import Evaluation, Step
+from service.db.models import Evaluation, Event, Step
 from tests.helpers import fill_disk, import_seed, tar_of, write_agent
 from tests.servers import AppService
-from tests.service.driver_world import T
+from tests.service.driver_world import T, World
 from tests.service.helpers import agent_ids, agent_refs, core_patch, open_step_in, row_counts, start_run
 
 FULL = "the archive's disk is full: "
@@ -48,12 +48,13 @@ def pending_step(database_url: str, run_id: str) -> str | None:
     return step_id
 
 
-def evaluated_agents(database_url: str) -> set[str]:
+def evaluations(database_url: str) -> set[tuple[str, str]]:
+    """(run, agent) of every evaluation the driver created."""
     engine = create_engine(database_url)
     with Session(engine) as session:
-        agents = set(session.scalars(select(Evaluation.agent_id)))
+        pairs = {(e.run_id, e.agent_id) for e in session.scalars(select(Evaluation))}
     engine.dispose()
-    return agents
+    return pairs
 
 
 def test_a_full_disk_is_507_writes_nothing_and_passes_once_space_is_freed(
@@ -67,7 +68,7 @@ def test_a_full_disk_is_507_writes_nothing_and_passes_once_space_is_freed(
     patch = {"patch": core_patch(10, "changed"), "diagnosis": "d"}
     with service.admin as admin, service.worker as worker:
         run_id = admin.post("/api/runs", json=config).json()["id"]
-        wait_for(lambda: evaluated_agents(db), "the seed's evaluation")
+        wait_for(lambda: evaluations(db), "the seed's evaluation")
         first = admin.get(f"/api/agents/{seed}").json()["runs"][0]["evaluations"][0]["id"]
         answer = {"result": {"resolved": True}, "usage": []}
         assert worker.post(f"/api/worker/evaluations/{first}/result", json=answer).status_code == 200
@@ -95,10 +96,12 @@ def test_a_full_disk_is_507_writes_nothing_and_passes_once_space_is_freed(
         assert created.status_code == 201, created.text
         child = worker.post(f"/api/worker/steps/{step_id}/child", json=patch)
         assert child.status_code == 200, child.text
-        assert admin.post("/api/runs", json=config).status_code == 201
+        new_run = admin.post("/api/runs", json=config)
+        assert new_run.status_code == 201, new_run.text
         assert agent_ids(db) == agent_refs(data_dir) == before[0] | {created.json()["id"], child.json()["id"]}
-        # The driver carries on by itself: the child's evaluation is created and sent.
-        wait_for(lambda: child.json()["id"] in evaluated_agents(db), "the driver to evaluate the child")
+        # The driver carries on by itself: the child and the new run are evaluated.
+        expected = {(run_id, child.json()["id"]), (new_run.json()["id"], seed)}
+        wait_for(lambda: expected <= evaluations(db), "the driver to evaluate the child and the new run")
         health = admin.get("/api/health")
         paths = admin.get("/openapi.json").json()["paths"]
     assert health.status_code == 200 and health.json()["driver"]["consecutive_failures"] == 0
@@ -161,3 +164,23 @@ def test_each_layer_saying_disk_full_is_recognised(error: Exception, tmp_path: P
         write()
     assert is_disk_full(wrapped.value)
     assert not is_disk_full(OSError(errno.EACCES, "Permission denied"))
+
+
+def test_the_driver_outlives_a_full_disk_and_records_it_once_space_is_back(small_disk: Path) -> None:
+    world = World(small_disk)
+    run_id = world.start(stages=[{"tasks": T[:1]}])
+    fill_disk(small_disk / "ballast")
+    for _ in range(3):
+        assert world.driver.run_once() is False  # the seed's evaluation cannot be written
+    state = world.driver.state()
+    assert state.consecutive_failures == 3 and "database or disk is full" in str(state.last_error)
+    assert world.outbox.take() == ([], [])
+
+    (small_disk / "ballast").unlink()
+    assert world.driver.run_once() is True
+    _, evaluate = world.outbox.take()
+    assert [(j.run_id, j.task_id) for j in evaluate] == [(run_id, T[0])]
+    with world.sessions() as session:
+        (event,) = session.scalars(select(Event).where(Event.kind == "driver_error")).all()
+    assert event.run_id == run_id and event.payload["failed_ticks"] == 3
+    assert "database or disk is full" in event.payload["error"]
