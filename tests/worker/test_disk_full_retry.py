@@ -72,7 +72,8 @@ def test_a_507_is_retried_like_any_infrastructure_failure_then_the_child_is_made
         fill_disk(small_disk / "ballast")
         refused = app.tasks[IMPROVE_TASK].apply(args=[job.model_dump(mode="json")])
         # Every attempt met the full disk: retried up to the limit, never dropped as a bad patch.
-        assert transport.child_answers == [507] * (RETRY["max_retries"] + 1)
+        retries = RETRY["max_retries"]
+        assert isinstance(retries, int) and transport.child_answers == [507] * (retries + 1)
         assert isinstance(refused.result, InfrastructureError)
         assert "answered 507" in str(refused.result) and "disk is full" in str(refused.result)
         assert agent_refs(service.data_dir) == agent_ids(service.database_url) == {seed}
