@@ -27,10 +27,9 @@ IDENTITY = {
 # Seeds get a fixed date so that importing the same code twice yields the same id.
 SEED_DATE = "2000-01-01T00:00:00+0000"
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-# Commands that write objects, refs or an index: a failure of one on a full disk is the disk's.
-WRITING_COMMANDS = frozenset(
-    {"add", "apply", "commit-tree", "fetch", "read-tree", "symbolic-ref", "update-ref", "write-tree"}
-)
+# Commands whose message on a full disk names no cause (a ref's lock file could not be written):
+# the disk is asked instead. Every other git write says "No space left on device".
+SILENT_WHEN_FULL = frozenset({"update-ref"})
 
 
 class GitCommandError(RuntimeError):
@@ -179,8 +178,8 @@ class GitStore:
         return self._exec(args)[0]
 
     def _refuse_if_full(self, command: str, stderr: str) -> None:
-        """StorageFullError if a git command failed for want of space (only writers are asked the disk)."""
-        if git_says_full(stderr, self.path, writes=command in WRITING_COMMANDS):
+        """StorageFullError if a git command failed for want of space."""
+        if git_says_full(stderr, self.path, ask_disk=command in SILENT_WHEN_FULL):
             last = stderr.strip().splitlines()[-1] if stderr.strip() else f"git {command} failed"
             raise storage_full(last, self.path.parent)
 

@@ -3,8 +3,8 @@
 A full disk must not look like a bad patch (final for the worker) or a bug (500): it is
 answered 507 and retried. Each layer says so in its own way: the OS with ENOSPC or EDQUOT,
 SQLite with SQLITE_FULL, PostgreSQL with SQLSTATE 53100, git only in its message (and not
-even there when a ref's lock file cannot be written), so git's failures are also checked
-against the space left where the archive lives.
+even there when a ref's lock file cannot be written: then the space left where the archive
+lives is asked).
 """
 
 from __future__ import annotations
@@ -51,12 +51,12 @@ def is_disk_full(exc: BaseException) -> bool:
     return False
 
 
-def git_says_full(stderr: str, folder: Path, *, writes: bool) -> bool:
-    """A failed git command ran out of space: it says so, or it writes and the disk has next to
-    nothing left (git names no cause when a ref's lock file cannot be created)."""
+def git_says_full(stderr: str, folder: Path, *, ask_disk: bool) -> bool:
+    """A failed git command ran out of space: it says so, or (`ask_disk`, for the commands that
+    name no cause) the disk holding `folder` has next to nothing left."""
     if any(message in stderr for message in GIT_DISK_FULL_MESSAGES):
         return True
-    if not writes:
+    if not ask_disk:
         return False
     try:
         stats = os.statvfs(folder)
