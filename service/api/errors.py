@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse
 
 from contracts.config import ConfigFieldError
 from contracts.errors import ConflictError, InvalidAgentError, NotFoundError, PatchError
+from service.archive.limits import TooLargeError
 from service.archive.store import PatchTooLargeError
 from service.runs import UnknownAgentError
 
@@ -36,5 +37,6 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(NotFoundError, _handler(status.HTTP_404_NOT_FOUND))
     app.add_exception_handler(ConflictError, _handler(status.HTTP_409_CONFLICT))
     app.add_exception_handler(PatchTooLargeError, _handler(status.HTTP_413_CONTENT_TOO_LARGE))
+    app.add_exception_handler(TooLargeError, _handler(status.HTTP_413_CONTENT_TOO_LARGE))
     app.add_exception_handler(PatchError, _handler(status.HTTP_422_UNPROCESSABLE_CONTENT))
     app.add_exception_handler(InvalidAgentError, _handler(status.HTTP_422_UNPROCESSABLE_CONTENT))
