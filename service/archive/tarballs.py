@@ -21,6 +21,23 @@ from service.archive.limits import AgentLimits, too_large
 
 # The disk being full is the operator's problem, not a bad upload: it is not reported as one.
 _DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT}
+# Long names and pax records take a few kilobytes; tarfile reads such a header whole into memory.
+MAX_HEADER_BYTES = 1024 * 1024
+_HEADER_TYPES = {tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE}
+_HEADER_TYPES |= {tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK}
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """Refuses an extended header (pax, GNU long name) larger than any real one before tarfile
+    reads it: otherwise a small compressed upload could make the service hold gigabytes."""
+
+    def _proc_member(self, archive: tarfile.TarFile) -> tarfile.TarInfo:
+        if self.type in _HEADER_TYPES and self.size > MAX_HEADER_BYTES:
+            raise InvalidAgentError(
+                f"upload: an extended tar header of {self.size} bytes (at most {MAX_HEADER_BYTES})"
+            )
+        member: tarfile.TarInfo = super()._proc_member(archive)  # type: ignore[misc]  # private, not typed
+        return member
 
 
 def extract_tar(source: bytes | IO[bytes], dest: Path, limits: AgentLimits) -> None:
@@ -28,7 +45,7 @@ def extract_tar(source: bytes | IO[bytes], dest: Path, limits: AgentLimits) -> N
     are refused, and so is anything over `limits`."""
     fileobj = io.BytesIO(source) if isinstance(source, bytes) else source
     try:
-        archive = tarfile.open(fileobj=fileobj, mode="r:*")  # noqa: SIM115
+        archive = tarfile.open(fileobj=fileobj, mode="r:*", tarinfo=_BoundedTarInfo)  # noqa: SIM115
     except tarfile.TarError as exc:
         raise InvalidAgentError(f"upload is not a tar archive: {exc}") from exc
     try:

@@ -91,6 +91,13 @@ def test_damaged_tarballs_are_refused_with_422(limited: AppService, tmp_path: Pa
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))
         _refused(_post_seed(limited, buffer.getvalue()), 422, "File name too long")
+    # A pax record is read whole into memory: one of 64 MiB is refused from its header.
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        info = tarfile.TarInfo("agent.toml")
+        info.pax_headers = {"comment": "x" * 64 * MIB}
+        tar.addfile(info, io.BytesIO(b""))
+    _refused(_post_seed(limited, buffer.getvalue()), 422, "extended tar header")
     assert _state(limited) == before
     _assert_scratch_empty(limited)
 
