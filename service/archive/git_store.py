@@ -75,10 +75,6 @@ class GitStore:
         args = ["archive", f"--format={fmt}"] + ([f"--prefix={prefix}"] if prefix else [])
         return self.stream([*args, sha])
 
-    def files(self, sha: str) -> list[tuple[str, int]]:
-        """(path, size) of every file in the agent's tree."""
-        return _tree_sizes(self._text(["ls-tree", "-r", "-l", "-z", sha]))
-
     @contextmanager
     def reading(self, args: list[str]) -> Iterator[IO[bytes]]:
         """The stdout of a git command as a file; GitCommandError at the end if git failed.
