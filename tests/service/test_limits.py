@@ -6,6 +6,7 @@ import io
 import os
 import subprocess
 import tarfile
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from tests.service.helpers import (
     MIB,
     agent_refs,
     binary_patch,
+    core_patch,
     object_count,
     open_step_in,
     row_counts,
@@ -164,13 +166,23 @@ def test_a_chunked_body_over_the_limit_is_refused_while_it_streams(tmp_path: Pat
         service.stop()
 
 
-def test_scratch_space_left_by_a_killed_service_is_emptied_at_start(tmp_path: Path) -> None:
+def test_scratch_space_left_by_a_killed_service_is_emptied_at_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     data = tmp_path / "data"
     stale = [data / "tmp" / "clade-seed-abc123" / "agent", data / "tmp" / "clade-index-def456"]
     for folder in stale:
         folder.mkdir(parents=True)
         (folder / "leftover").write_bytes(b"x" * 1000)
-    with app_service(service_env(data, None, free_port())) as service:
+    # The system temp folder made unusable: every scratch file must go under the data dir.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-system-tmp"))
+    with app_service(service_env(data, f"sqlite:///{data / 'clade.db'}", free_port())) as service:
         assert (data / "tmp").is_dir() and list((data / "tmp").iterdir()) == []
-        import_seed(service, tmp_path)  # unpacked under <data dir>/tmp, and cleaned up
+        seed_id = import_seed(service, tmp_path)
+        step_id = open_step_in(service.database_url, run_id=start_run(service, seed_id), parent_id=seed_id)
+        with service.worker as worker:
+            child = worker.post(f"/api/worker/steps/{step_id}/child", json={"patch": core_patch(3, "x")})
+            assert child.status_code == 200, child.text
+            for read in ("code", "export", "bundle", "patches"):
+                assert worker.get(f"/api/agents/{child.json()['id']}/{read}").status_code == 200
         _assert_scratch_empty(service)
