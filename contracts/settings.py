@@ -37,7 +37,13 @@ class Settings(BaseSettings):
     reads_require_token: bool = False
 
     max_patch_bytes: int = 2 * 1024 * 1024
+    # Any request body, however it is framed (chunked bodies are counted as they arrive).
     max_upload_bytes: int = 64 * 1024 * 1024
+    # An agent's code: all its files together, how many, and any one of them. They bound a seed
+    # upload as it is unpacked (entries counted, folders included) and every child's tree.
+    max_agent_bytes: int = 256 * 1024 * 1024
+    max_agent_files: int = 20_000
+    max_file_bytes: int = 64 * 1024 * 1024
     run_driver_enabled: bool = True
     driver_interval_s: float = 1.0
     # While driver ticks fail, the wait between them doubles from the interval up to this.
@@ -64,6 +70,11 @@ class Settings(BaseSettings):
         if self.driver_stale_after_s is not None:
             return self.driver_stale_after_s
         return max(30.0, 10 * self.driver_interval_s)
+
+    @property
+    def tmp_dir(self) -> Path:
+        """The service's scratch space (seed uploads, temporary indexes), emptied at every start."""
+        return self.data_dir / "tmp"
 
     @property
     def resolved_database_url(self) -> str:

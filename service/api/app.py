@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+import shutil
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 
-from fastapi import FastAPI, Request, Response, status
+from fastapi import FastAPI, status
 from fastapi.responses import JSONResponse
 
 from benchmarks.catalog import BenchmarkCatalog
 from contracts.settings import Settings
 from service.api import errors
+from service.api.body_limit import BodyLimitMiddleware
 from service.api.deps import AdminOnly, Services
 from service.api.routers import agents, benchmarks, dashboard, runs, seeds, worker
 from service.api.schemas import ConsistencyPublic, DriverHealth, HealthPublic
 from service.archive import consistency
 from service.archive.git_store import GitStore
+from service.archive.limits import AgentLimits
 from service.archive.store import Archive
 from service.db.engine import make_engine, make_session_factory
 from service.db.migrate import upgrade
@@ -30,11 +34,12 @@ log = logging.getLogger("clade.service")
 def build_services(settings: Settings) -> Services:
     """Migrate the database, open the archive and repair any disagreement between them."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    empty_tmp(settings.tmp_dir)
     url = settings.resolved_database_url
     upgrade(url)
     engine = make_engine(url)
     sessions = make_session_factory(engine)
-    git = GitStore(settings.archive_path)
+    git = GitStore(settings.archive_path, settings.tmp_dir)
     report = consistency.check(git, sessions, repair=True)
     if report.refs_restored or report.refs_removed:
         log.warning(
@@ -44,10 +49,21 @@ def build_services(settings: Settings) -> Services:
         )
     for sha in report.missing_commits:
         log.error("agent %s is in the database but its commit is missing from git", sha)
-    archive = Archive(git=git, sessions=sessions, max_patch_bytes=settings.max_patch_bytes)
+    archive = Archive(
+        git=git,
+        sessions=sessions,
+        max_patch_bytes=settings.max_patch_bytes,
+        limits=AgentLimits.from_settings(settings),
+    )
     return Services(
         settings=settings, engine=engine, sessions=sessions, archive=archive, catalog=BenchmarkCatalog()
     )
+
+
+def empty_tmp(folder: Path) -> None:
+    """What a killed service left in its scratch space (unpacked seeds, indexes) is removed."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
 
 
 def make_driver(settings: Settings, services: Services) -> RunDriver:
@@ -115,17 +131,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.driver = driver
     errors.install(app)
 
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        # Refuse oversized bodies before reading them; routes check exact sizes themselves.
-        length = request.headers.get("content-length")
-        limit = settings.max_upload_bytes
-        if length is not None and length.isdigit() and int(length) > limit:
-            return JSONResponse(
-                status_code=status.HTTP_413_CONTENT_TOO_LARGE,
-                content={"detail": f"request body of {length} bytes exceeds {limit}"},
-            )
-        return await call_next(request)
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_upload_bytes)
 
     for router in (runs.router, agents.router, seeds.router, worker.router, benchmarks.router):
         app.include_router(router)

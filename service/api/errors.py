@@ -12,6 +12,7 @@ from sqlalchemy.exc import DBAPIError
 from contracts.config import ConfigFieldError
 from contracts.errors import ConflictError, InvalidAgentError, NotFoundError, PatchError, StorageFullError
 from service.api.schemas import StorageFullPublic
+from service.archive.limits import TooLargeError
 from service.archive.storage import as_storage_full
 from service.archive.store import PatchTooLargeError
 from service.runs import UnknownAgentError
@@ -57,6 +58,7 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(NotFoundError, _handler(status.HTTP_404_NOT_FOUND))
     app.add_exception_handler(ConflictError, _handler(status.HTTP_409_CONFLICT))
     app.add_exception_handler(PatchTooLargeError, _handler(status.HTTP_413_CONTENT_TOO_LARGE))
+    app.add_exception_handler(TooLargeError, _handler(status.HTTP_413_CONTENT_TOO_LARGE))
     app.add_exception_handler(PatchError, _handler(status.HTTP_422_UNPROCESSABLE_CONTENT))
     app.add_exception_handler(InvalidAgentError, _handler(status.HTTP_422_UNPROCESSABLE_CONTENT))
     # A full disk is not the request's fault: 507, and the same request works once space is freed.

@@ -1,19 +1,23 @@
-"""Exports: one agent as tar.gz with metadata.json, a run's top agents, bundles, patch series."""
+"""Exports: one agent as tar.gz with metadata.json, a run's top agents, SWE-bench predictions.
+
+The archives are streamed: a member's content goes from `git archive` to the client chunk by
+chunk, so an agent of any size is exported in bounded memory.
+"""
 
 from __future__ import annotations
 
-import io
 import tarfile
-import tempfile
 import time
+import zlib
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
-from pathlib import Path
+from typing import IO
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from contracts.records import AgentMetadata, AgentRunRecord, StageScoreRecord
-from service.archive.git_store import GitStore
+from service.archive.git_store import CHUNK, GitStore
 from service.db.models import Evaluation, Run, RunAgent, StageScore
 from service.lifecycle import EvaluationStatus
 from service.queries import get_agent, lineage_ids
@@ -54,48 +58,75 @@ def agent_metadata(session: Session, *, agent_id: str) -> AgentMetadata:
     )
 
 
-def write_agent(tar: tarfile.TarFile, git: GitStore, metadata: AgentMetadata, prefix: str) -> None:
-    """Add an agent's code under `prefix/code/` and its metadata at `prefix/metadata.json`."""
-    with tarfile.open(fileobj=io.BytesIO(git.archive(metadata.agent_id)), mode="r:") as code:
-        for member in code.getmembers():
+def export_agent(metadata: AgentMetadata, git: GitStore) -> Iterator[bytes]:
+    """tar.gz of the agent's code under `agent-<id>/code/` and its `metadata.json`, streamed."""
+    return gzip_stream(tar_stream(_agent_members(git, metadata, prefix=f"agent-{metadata.agent_id[:12]}")))
+
+
+def export_top(metadata: list[AgentMetadata], git: GitStore) -> Iterator[bytes]:
+    """One tar.gz of several agents, `top-<rank>-<id>/` each, streamed."""
+    members = (
+        member
+        for rank, agent in enumerate(metadata, start=1)
+        for member in _agent_members(git, agent, prefix=f"top-{rank:02d}-{agent.agent_id[:12]}")
+    )
+    return gzip_stream(tar_stream(members))
+
+
+Member = tuple[tarfile.TarInfo, Iterable[bytes]]
+
+
+def _agent_members(git: GitStore, metadata: AgentMetadata, prefix: str) -> Iterator[Member]:
+    """The agent's code read from `git archive` one member at a time, then its metadata."""
+    with (
+        git.reading(["archive", "--format=tar", metadata.agent_id]) as out,
+        tarfile.open(fileobj=out, mode="r|") as code,
+    ):
+        for member in code:
             if member.name == "pax_global_header":
                 continue
+            # A fresh header: the source's pax "path" record would override a renamed member.
+            info = tarfile.TarInfo(f"{prefix}/code/{member.name}")
+            info.type, info.mode, info.mtime = member.type, member.mode, member.mtime
+            info.size, info.linkname = member.size, member.linkname
             content = code.extractfile(member) if member.isfile() else None
-            member.name = f"{prefix}/code/{member.name}"
-            tar.addfile(member, content)
-    _add_bytes(tar, f"{prefix}/metadata.json", metadata.model_dump_json(indent=2).encode())
+            yield info, _chunks(content) if content is not None else ()
+    data = metadata.model_dump_json(indent=2).encode()
+    info = tarfile.TarInfo(f"{prefix}/metadata.json")
+    info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
+    yield info, (data,)
 
 
-def export_agent(session: Session, git: GitStore, *, agent_id: str) -> bytes:
-    metadata = agent_metadata(session, agent_id=agent_id)
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        write_agent(tar, git, metadata, prefix=f"agent-{agent_id[:12]}")
-    return buffer.getvalue()
+def _chunks(handle: IO[bytes]) -> Iterator[bytes]:
+    while chunk := handle.read(CHUNK):
+        yield chunk
 
 
-def export_top(session: Session, git: GitStore, *, agent_ids: list[str]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for rank, agent_id in enumerate(agent_ids, start=1):
-            metadata = agent_metadata(session, agent_id=agent_id)
-            write_agent(tar, git, metadata, prefix=f"top-{rank:02d}-{agent_id[:12]}")
-    return buffer.getvalue()
+def tar_stream(members: Iterable[Member]) -> Iterator[bytes]:
+    """A tar (pax format) written member by member: at most one chunk of content held at a time."""
+    written = 0
+    for info, content in members:
+        header = info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
+        yield header
+        size = 0
+        for chunk in content:
+            size += len(chunk)
+            yield chunk
+        if size != info.size:
+            raise ValueError(f"{info.name}: {size} bytes read, the header says {info.size}")
+        padding = -size % tarfile.BLOCKSIZE
+        yield tarfile.NUL * padding
+        written += len(header) + size + padding
+    end = 2 * tarfile.BLOCKSIZE
+    yield tarfile.NUL * (end + -(written + end) % tarfile.RECORDSIZE)
 
 
-def bundle_bytes(git: GitStore, *, agent_ids: list[str]) -> bytes:
-    with tempfile.TemporaryDirectory(prefix="clade-bundle-") as tmp:
-        path = Path(tmp) / "lineage.bundle"
-        git.bundle(agent_ids, path)
-        return path.read_bytes()
-
-
-def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    info = tarfile.TarInfo(name)
-    info.size = len(data)
-    info.mtime = int(time.time())
-    info.mode = 0o644
-    tar.addfile(info, io.BytesIO(data))
+def gzip_stream(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    compressor = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)  # gzip framing
+    for chunk in chunks:
+        if out := compressor.compress(chunk):
+            yield out
+    yield compressor.flush()
 
 
 def predictions_jsonl(session: Session, *, run_id: str, agent_id: str) -> str:

@@ -3,18 +3,27 @@
 Writes use plumbing commands, each with its own temporary index, so
 concurrent writers never share state and nothing touches a work tree. Every
 agent gets a branch `agents/<sha>`, so a plain `git clone` shows the lineage.
+A child's objects are first written to a quarantine folder and checked against
+the size limits; only a child that passes has its objects moved into the archive.
+Large reads (archives, bundles, patch series) are streamed from git's stdout.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import git
 
 from contracts.errors import NotFoundError, PatchError
+from service.archive.binary_patch import declared_sizes
+from service.archive.limits import AgentLimits, too_large
 from service.archive.storage import git_says_full, storage_full
 
 AGENT_REF_PREFIX = "refs/heads/agents/"
@@ -30,6 +39,7 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # Commands whose message on a full disk names no cause (a ref's lock file could not be written):
 # the disk is asked instead. Every other git write says "No space left on device".
 SILENT_WHEN_FULL = frozenset({"update-ref"})
+CHUNK = 256 * 1024
 
 
 class GitCommandError(RuntimeError):
@@ -37,8 +47,11 @@ class GitCommandError(RuntimeError):
 
 
 class GitStore:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, tmp_dir: Path | None = None) -> None:
         self.path = path
+        # Scratch files (indexes, quarantined objects, patches): beside the archive by default,
+        # so that they stay on its file system and inside the data dir.
+        self.tmp_dir = tmp_dir or path.parent / "tmp"
         if not (path / "HEAD").exists():
             path.mkdir(parents=True, exist_ok=True)
             git.Repo.init(path, bare=True)
@@ -57,10 +70,56 @@ class GitStore:
         return out if status == 0 and isinstance(out, bytes) else None
 
     def archive(self, sha: str, fmt: str = "tar", prefix: str = "") -> bytes:
-        """The agent's code as a tar (or tar.gz) stream."""
+        """The agent's code as a tar (or tar.gz), whole in memory: for small agents and tests."""
+        return b"".join(self.archive_stream(sha, fmt, prefix))
+
+    def archive_stream(self, sha: str, fmt: str = "tar", prefix: str = "") -> Iterator[bytes]:
+        """The agent's code as a tar (or tar.gz), chunk by chunk as git writes it."""
         self._require(sha)
         args = ["archive", f"--format={fmt}"] + ([f"--prefix={prefix}"] if prefix else [])
-        return self._bytes([*args, sha])
+        return self.stream([*args, sha])
+
+    @contextmanager
+    def reading(self, args: list[str]) -> Iterator[IO[bytes]]:
+        """The stdout of a git command as a file; GitCommandError at the end if git failed.
+        Leaving the block early (an exception, a closed generator) kills git."""
+        self.tmp_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=self.tmp_dir) as errors:
+            process = subprocess.Popen(
+                ["git", f"--git-dir={self.path}", *args], stdout=subprocess.PIPE, stderr=errors
+            )
+            assert process.stdout is not None
+            try:
+                yield process.stdout
+                while process.stdout.read(CHUNK):  # what the reader left (tar padding): git must finish
+                    pass
+            except BaseException:
+                process.kill()
+                raise
+            finally:
+                process.stdout.close()
+                status = process.wait()
+            if status != 0:
+                errors.seek(0)
+                message = errors.read(4000).decode(errors="replace").strip()
+                raise GitCommandError(f"git {args[0]} failed ({status}): {message}")
+
+    def stream(self, args: list[str]) -> Iterator[bytes]:
+        """The stdout of a git command in chunks, never whole in memory."""
+        with self.reading(args) as out:
+            while chunk := out.read(CHUNK):
+                yield chunk
+
+    def bundle_stream(self, shas: list[str]) -> Iterator[bytes]:
+        """A git bundle holding the given agents and all their ancestors, streamed."""
+        for sha in shas:
+            self._require(sha)
+        return self.stream(["bundle", "create", "--quiet", "-", *(AGENT_REF_PREFIX + sha for sha in shas)])
+
+    def patch_series_stream(self, seed: str, sha: str) -> Iterator[bytes]:
+        """`git format-patch` of every commit after `seed` up to `sha`, streamed."""
+        self._require(sha)
+        return self.stream(["format-patch", "--stdout", "--binary", f"{seed}..{sha}"])
 
     def diff(self, old: str | None, new: str) -> str:
         """Unified diff from `old` to `new`; from the empty tree for a seed."""
@@ -87,6 +146,7 @@ class GitStore:
         with self._index() as env:
             self._text(["add", "--all", "."], env=env | {"GIT_WORK_TREE": str(folder)}, cwd=folder)
             tree = self._text(["write-tree"], env=env).strip()
+            self._admit_objects(Path(env["GIT_OBJECT_DIRECTORY"]))
         if tree == EMPTY_TREE:
             raise PatchError(f"{folder} holds no files")
         return self._commit_tree(tree, [], message, date=SEED_DATE)
@@ -97,25 +157,36 @@ class GitStore:
         tree = self._text(["rev-parse", "FETCH_HEAD^{tree}"]).strip()
         return self._commit_tree(tree, [], message, date=SEED_DATE)
 
-    def commit_patch(self, parent: str, patch: str, message: str) -> tuple[str, str]:
-        """A child commit of `parent` with `patch` applied: (commit, tree). Nothing kept on failure."""
-        with self._index() as env, tempfile.NamedTemporaryFile("wb", suffix=".patch") as handle:
-            handle.write(patch.encode())
-            handle.flush()
+    def commit_patch(
+        self, parent: str, patch: str, message: str, limits: AgentLimits | None = None
+    ) -> tuple[str, str]:
+        """A child commit of `parent` with `patch` applied: (commit, tree). Nothing kept on failure:
+        git writes the child's objects into a quarantine, and they join the archive only once the
+        child's tree is within `limits`."""
+        if limits is not None:
+            _check_declared_sizes(patch, limits)
+        with self._index() as env:
+            patch_file = Path(env["GIT_INDEX_FILE"]).with_name("child.patch")
+            patch_file.write_bytes(patch.encode())
             # One call yields the parent's tree and fails for an unknown parent.
             status, parent_tree, _ = self._exec(["rev-parse", "--verify", "--quiet", f"{parent}^{{tree}}"])
             if status != 0:
                 raise NotFoundError(f"agent {parent} has no commit in the archive")
             self._text(["read-tree", parent], env=env)
-            status, _, err = self._exec(["apply", "--cached", "--whitespace=nowarn", handle.name], env=env)
+            apply = ["apply", "--cached", "--whitespace=nowarn", str(patch_file)]
+            status, _, err = self._exec(apply, env=env)
             if status != 0:
                 reason = str(err).strip() or "git apply failed"
                 self._refuse_if_full("apply", reason)  # not the patch's fault: retried, never final
                 raise PatchError(f"patch does not apply to {parent[:12]}: {reason}")
             tree = self._text(["write-tree"], env=env).strip()
-        if tree == str(parent_tree).strip():
-            raise PatchError("patch is empty: the child would be identical to its parent")
-        return self._commit_tree(tree, [parent], message), tree
+            if tree == str(parent_tree).strip():
+                raise PatchError("patch is empty: the child would be identical to its parent")
+            if limits is not None:
+                _check_tree(_tree_sizes(self._text(["ls-tree", "-r", "-l", "-z", tree], env=env)), limits)
+            sha = self._commit_tree(tree, [parent], message, env=env)
+            self._admit_objects(Path(env["GIT_OBJECT_DIRECTORY"]))
+        return sha, tree
 
     # -- writing refs ------------------------------------------------------------
 
@@ -141,8 +212,15 @@ class GitStore:
         if not self.has_commit(sha):
             raise NotFoundError(f"agent {sha} has no commit in the archive")
 
-    def _commit_tree(self, tree: str, parents: list[str], message: str, date: str | None = None) -> str:
-        env = dict(IDENTITY)
+    def _commit_tree(
+        self,
+        tree: str,
+        parents: list[str],
+        message: str,
+        date: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> str:
+        env = dict(env or IDENTITY)
         if date is not None:
             env |= {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
         args = ["commit-tree", tree]
@@ -152,8 +230,32 @@ class GitStore:
 
     @contextmanager
     def _index(self) -> Iterator[dict[str, str]]:
-        with tempfile.TemporaryDirectory(prefix="clade-index-") as tmp:
-            yield dict(IDENTITY) | {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        """A private index and a quarantine for new objects (the archive's objects stay readable)."""
+        self.tmp_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="clade-index-", dir=self.tmp_dir) as tmp:
+            objects = Path(tmp) / "objects"
+            objects.mkdir()
+            yield dict(IDENTITY) | {
+                "GIT_INDEX_FILE": str(Path(tmp) / "index"),
+                "GIT_OBJECT_DIRECTORY": str(objects),
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES": str((self.path / "objects").resolve()),
+            }
+
+    def _admit_objects(self, quarantine: Path) -> None:
+        """Move quarantined loose objects into the archive (same file system: renames)."""
+        store = self.path / "objects"
+        for folder in quarantine.iterdir():
+            if len(folder.name) != 2 or not folder.is_dir():
+                continue  # git's own scratch (pack/, info/)
+            (store / folder.name).mkdir(exist_ok=True)
+            for item in folder.iterdir():
+                target = store / folder.name / item.name
+                if target.exists():  # the same content, already there
+                    continue
+                try:
+                    os.replace(item, target)
+                except OSError:  # another file system after all: copy
+                    shutil.copy2(item, target)
 
     def _exec(
         self,
@@ -190,10 +292,33 @@ class GitStore:
             raise GitCommandError(f"git {args[0]} failed ({status}): {err.strip()}")
         return str(out)
 
-    def _bytes(self, args: list[str]) -> bytes:
-        status, out, err = self._exec(args, binary=True)
-        if status != 0:
-            self._refuse_if_full(args[0], err)
-            raise GitCommandError(f"git {args[0]} failed ({status}): {err.strip()}")
-        assert isinstance(out, bytes)
-        return out
+
+def _tree_sizes(listing: str) -> list[tuple[str, int]]:
+    """(path, size) of each blob in `git ls-tree -r -l -z` output (submodule links have no size)."""
+    files: list[tuple[str, int]] = []
+    for entry in listing.split("\0"):
+        if not entry:
+            continue
+        info, _, path = entry.partition("\t")
+        size = info.split()[-1]
+        if size.isdigit():
+            files.append((path, int(size)))
+    return files
+
+
+def _check_declared_sizes(patch: str, limits: AgentLimits) -> None:
+    """Refuse a binary patch from its headers alone, before git inflates anything."""
+    for size in declared_sizes(patch):
+        if size > limits.max_file_bytes:
+            raise too_large(f"patch holds a file of {size} bytes", "max_file_bytes", limits.max_file_bytes)
+
+
+def _check_tree(files: list[tuple[str, int]], limits: AgentLimits) -> None:
+    if len(files) > limits.max_agent_files:
+        raise too_large(f"the child would have {len(files)} files", "max_agent_files", limits.max_agent_files)
+    for path, size in files:
+        if size > limits.max_file_bytes:
+            raise too_large(f"{path} would be {size} bytes", "max_file_bytes", limits.max_file_bytes)
+    total = sum(size for _, size in files)
+    if total > limits.max_agent_bytes:
+        raise too_large(f"the child would take {total} bytes", "max_agent_bytes", limits.max_agent_bytes)

@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import IO, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -26,13 +26,14 @@ from contracts.manifest import MANIFEST_FILE, parse_manifest
 from contracts.records import UsageRecord
 from service import lifecycle
 from service.archive.git_store import GitStore
+from service.archive.limits import AgentLimits, TooLargeError, limit_text
 from service.archive.storage import full_disk_refused
 from service.archive.tarballs import extract_tar
 from service.db.models import Agent, Event, RunAgent, Step
 from service.results import record_usage
 
 
-class PatchTooLargeError(PatchError):
+class PatchTooLargeError(PatchError, TooLargeError):
     pass
 
 
@@ -52,10 +53,18 @@ def refuses_full_disk(method: Callable[Concatenate[Archive, P], R]) -> Callable[
 
 
 class Archive:
-    def __init__(self, *, git: GitStore, sessions: sessionmaker[Session], max_patch_bytes: int) -> None:
+    def __init__(
+        self,
+        *,
+        git: GitStore,
+        sessions: sessionmaker[Session],
+        max_patch_bytes: int,
+        limits: AgentLimits | None = None,
+    ) -> None:
         self.git = git
         self.sessions = sessions
         self.max_patch_bytes = max_patch_bytes
+        self.limits = limits or AgentLimits.defaults()
 
     # -- seeds -------------------------------------------------------------------
 
@@ -84,10 +93,12 @@ class Archive:
         return agent
 
     @refuses_full_disk
-    def import_seed_tar(self, data: bytes, *, name: str | None = None) -> Agent:
-        with tempfile.TemporaryDirectory(prefix="clade-seed-") as tmp:
+    def import_seed_tar(self, source: bytes | IO[bytes], *, name: str | None = None) -> Agent:
+        """Unpack a tar (within the limits) into the data dir's scratch space and import it."""
+        self.git.tmp_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="clade-seed-", dir=self.git.tmp_dir) as tmp:
             root = Path(tmp)
-            extract_tar(data, root)
+            extract_tar(source, root, self.limits)
             return self.import_seed_folder(root, name=name)
 
     # -- children ----------------------------------------------------------------
@@ -105,7 +116,8 @@ class Archive:
         """The child of a step: idempotent by step id, refused whole if the patch is bad."""
         size = len(patch.encode())
         if size > self.max_patch_bytes:
-            raise PatchTooLargeError(f"patch is {size} bytes; the limit is {self.max_patch_bytes}")
+            limit = limit_text("max_patch_bytes", self.max_patch_bytes)
+            raise PatchTooLargeError(f"patch is {size} bytes; {limit}")
         with self.sessions() as session:
             step = _get_step(session, step_id)
             if step.child_id is not None:
@@ -114,7 +126,7 @@ class Archive:
                 raise ConflictError(f"step {step_id} is {step.status}; it takes no child")
             parent_id, run_id, number = step.parent_id, step.run_id, step.number
         message = f"child of {parent_id[:12]}\n\nClade-Run: {run_id}\nClade-Step: {step_id} (#{number})\n"
-        sha, tree = self.git.commit_patch(parent_id, patch, message)
+        sha, tree = self.git.commit_patch(parent_id, patch, message, self.limits)
         manifest = self._manifest_of(sha)
         with self.sessions.begin() as session:
             step = _get_step(session, step_id, lock=True)

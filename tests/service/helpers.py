@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import struct
 import subprocess
+import tarfile
 import tempfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -123,3 +126,69 @@ def make_patch(old: str, new: str, path: str = "tiny/core.py") -> str:
         if line.startswith(("@@", "+", "-", " ")) and not line.startswith(("---", "+++"))
     ]
     return f"--- a/{path}\n+++ b/{path}\n" + "".join(body)
+
+
+def object_count(data_dir: Path) -> int:
+    """Objects in the archive (loose and packed): unchanged when a refused write kept nothing."""
+    output = subprocess.run(
+        ["git", "--git-dir", str(data_dir / "archive.git"), "count-objects", "-v"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    fields = dict(line.split(": ") for line in output.splitlines())
+    return int(fields["count"]) + int(fields["in-pack"])
+
+
+def binary_patch(files: dict[str, bytes]) -> str:
+    """A git binary patch (`git diff --binary`) that adds `files`, made by git itself."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+        for name, data in files.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_bytes(data)
+        subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+        return subprocess.run(
+            ["git", "-C", str(root), "diff", "--cached", "--binary"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+
+
+MIB = 1024 * 1024
+
+
+def zeros_tar_gz(files: dict[str, int]) -> bytes:
+    """A valid tar.gz of files of zeros (name -> size), built in a fraction of the time plain
+    gzip takes for a gigabyte: after a full flush deflate starts afresh, so every MiB of zeros
+    compresses to the same bytes, computed once and repeated."""
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    parts = [b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"]  # gzip header, no name, no time
+    crc = length = 0
+
+    def feed(data: bytes) -> None:
+        nonlocal crc, length
+        crc, length = zlib.crc32(data, crc), length + len(data)
+        parts.append(deflate.compress(data))
+
+    mib = bytes(MIB)
+    block = b""
+    for name, size in files.items():
+        info = tarfile.TarInfo(name)
+        info.size, info.mode = size, 0o644
+        feed(info.tobuf(tarfile.PAX_FORMAT))
+        whole, rest = divmod(size, MIB)
+        if whole:
+            parts.append(deflate.flush(zlib.Z_FULL_FLUSH))
+            block = block or deflate.compress(mib) + deflate.flush(zlib.Z_FULL_FLUSH)
+            parts.extend([block] * whole)
+            for _ in range(whole):
+                crc = zlib.crc32(mib, crc)
+            length += whole * MIB
+        feed(bytes(rest + -size % tarfile.BLOCKSIZE))
+    feed(bytes(2 * tarfile.BLOCKSIZE))
+    parts.append(deflate.flush())
+    parts.append(struct.pack("<II", crc, length & 0xFFFFFFFF))
+    return b"".join(parts)

@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import PlainTextResponse, StreamingResponse
 from sqlalchemy import func, select
 
 from contracts.errors import NotFoundError
 from service import queries
 from service.api.deps import ArchiveDep, Reader, SessionDep
 from service.api.schemas import AgentDetail, AgentPublic, EvaluationDetail, Page
-from service.archive.export import bundle_bytes, export_agent
+from service.archive.export import agent_metadata, export_agent
 from service.db.models import Agent, Evaluation
 
 router = APIRouter(prefix="/api/agents", tags=["agents"], dependencies=[Reader])
 
 
-def _download(data: bytes, media_type: str, filename: str) -> Response:
-    return Response(
-        data,
+def _download(chunks: Iterator[bytes], media_type: str, filename: str) -> StreamingResponse:
+    """Streamed as git writes it: an agent of any size is sent in bounded memory."""
+    return StreamingResponse(
+        chunks,
         media_type=media_type,
         headers={"Content-Disposition": f'attachment; filename="{filename}"'},
     )
@@ -61,30 +63,31 @@ def agent_diff(agent_id: str, session: SessionDep, archive: ArchiveDep) -> str:
 @router.get("/{agent_id}/code", response_class=Response)
 def agent_code(agent_id: str, session: SessionDep, archive: ArchiveDep) -> Response:
     queries.get_agent(session, agent_id=agent_id)
-    data = archive.git.archive(agent_id, fmt="tar.gz", prefix=f"agent-{agent_id[:12]}/")
-    return _download(data, "application/gzip", f"agent-{agent_id[:12]}-code.tar.gz")
+    chunks = archive.git.archive_stream(agent_id, fmt="tar.gz", prefix=f"agent-{agent_id[:12]}/")
+    return _download(chunks, "application/gzip", f"agent-{agent_id[:12]}-code.tar.gz")
 
 
 @router.get("/{agent_id}/export", response_class=Response)
 def agent_export(agent_id: str, session: SessionDep, archive: ArchiveDep) -> Response:
     """tar.gz of the code plus metadata.json (lineage, scores, run config, models)."""
-    data = export_agent(session, archive.git, agent_id=agent_id)
-    return _download(data, "application/gzip", f"agent-{agent_id[:12]}.tar.gz")
+    metadata = agent_metadata(session, agent_id=agent_id)
+    return _download(export_agent(metadata, archive.git), "application/gzip", f"agent-{agent_id[:12]}.tar.gz")
 
 
 @router.get("/{agent_id}/bundle", response_class=Response)
 def agent_bundle(agent_id: str, session: SessionDep, archive: ArchiveDep) -> Response:
     """A git bundle of the agent's lineage: `git clone agent.bundle` gives its history."""
     queries.get_agent(session, agent_id=agent_id)
-    data = bundle_bytes(archive.git, agent_ids=[agent_id])
-    return _download(data, "application/octet-stream", f"agent-{agent_id[:12]}.bundle")
+    chunks = archive.git.bundle_stream([agent_id])
+    return _download(chunks, "application/octet-stream", f"agent-{agent_id[:12]}.bundle")
 
 
 @router.get("/{agent_id}/patches", response_class=PlainTextResponse)
-def agent_patches(agent_id: str, session: SessionDep, archive: ArchiveDep) -> str:
+def agent_patches(agent_id: str, session: SessionDep, archive: ArchiveDep) -> StreamingResponse:
     """The patch series (git format-patch) from the agent's seed to the agent."""
     lineage = queries.lineage_ids(session, agent_id=queries.get_agent(session, agent_id=agent_id).id)
-    return archive.git.patch_series(lineage[0], agent_id)
+    chunks = archive.git.patch_series_stream(lineage[0], agent_id)
+    return StreamingResponse(chunks, media_type="text/plain; charset=utf-8")
 
 
 @router.get("/{agent_id}/evaluations/{evaluation_id}")

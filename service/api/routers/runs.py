@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response, status
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import PlainTextResponse, StreamingResponse
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -25,7 +25,7 @@ from service.api.schemas import (
     RunUsage,
     UsagePoint,
 )
-from service.archive.export import export_top, predictions_jsonl
+from service.archive.export import agent_metadata, export_top, predictions_jsonl
 from service.db.models import Event, LLMUsage, as_utc
 from service.driver.plan import plan_run
 
@@ -170,9 +170,9 @@ def export_run_top(
     """The run's top k admitted agents as one tar.gz (code and metadata.json each)."""
     queries.get_run(session, run_id=run_id)
     ids = queries.top_agents(session, run_id=run_id, k=k)
-    data = export_top(session, archive.git, agent_ids=ids)
-    return Response(
-        data,
+    metadata = [agent_metadata(session, agent_id=agent_id) for agent_id in ids]
+    return StreamingResponse(
+        export_top(metadata, archive.git),
         media_type="application/gzip",
         headers={"Content-Disposition": f'attachment; filename="run-{run_id[:12]}-top{k}.tar.gz"'},
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
+from fastapi.responses import StreamingResponse
 
 from contracts.records import ChildSubmission, EvaluationSubmission, StepFailure
 from service import queries
@@ -15,10 +16,10 @@ router = APIRouter(prefix="/api/worker", tags=["worker"], dependencies=[WorkerOn
 
 
 @router.get("/agents/{agent_id}/code", response_class=Response)
-def agent_code(agent_id: str, session: SessionDep, archive: ArchiveDep) -> Response:
-    """The agent's code as an uncompressed tar (the worker unpacks it into a sandbox mount)."""
+def agent_code(agent_id: str, session: SessionDep, archive: ArchiveDep) -> StreamingResponse:
+    """The agent's code as an uncompressed tar (the worker unpacks it into a sandbox mount), streamed."""
     queries.get_agent(session, agent_id=agent_id)
-    return Response(archive.git.archive(agent_id), media_type="application/x-tar")
+    return StreamingResponse(archive.git.archive_stream(agent_id), media_type="application/x-tar")
 
 
 @router.post("/steps/{step_id}/child", responses=STORAGE_FULL)
