@@ -13,6 +13,7 @@ from benchmarks.catalog import BenchmarkCatalog
 from contracts.settings import Settings
 from service.api import errors
 from service.api.deps import AdminOnly, Services
+from service.api.responses import error_responses
 from service.api.routers import agents, benchmarks, dashboard, runs, seeds, worker
 from service.api.schemas import ConsistencyPublic
 from service.archive import consistency
@@ -99,7 +100,9 @@ def create_app(settings: Settings) -> FastAPI:
     def health() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/api/admin/consistency", tags=["system"], dependencies=[AdminOnly])
+    @app.get(
+        "/api/admin/consistency", tags=["system"], dependencies=[AdminOnly], responses=error_responses(401)
+    )
     def check_consistency() -> ConsistencyPublic:
         report = consistency.check(services.archive.git, services.sessions, repair=False)
         return ConsistencyPublic.model_validate(report.model_dump())

@@ -22,12 +22,26 @@ def _handler(code: int) -> Handler:
     return handle
 
 
+def unprocessable(loc: list[str | int], message: str, kind: str) -> JSONResponse:
+    """A 422 in the one shape every 422 has (FastAPI's validation errors): a list of issues."""
+    detail = [{"loc": loc, "msg": message, "type": kind}]
+    return JSONResponse(status_code=status.HTTP_422_UNPROCESSABLE_CONTENT, content={"detail": detail})
+
+
 async def _bad_field(_request: Request, exc: Exception) -> JSONResponse:
     """A config value that is well-formed but names nothing real: 422 at its field path."""
     assert isinstance(exc, UnknownAgentError | ConfigFieldError)
     loc: list[str | int] = ["body", *(int(p) if p.isdigit() else p for p in exc.field.split("."))]
-    detail = [{"loc": loc, "msg": str(exc), "type": "unknown_reference"}]
-    return JSONResponse(status_code=status.HTTP_422_UNPROCESSABLE_CONTENT, content={"detail": detail})
+    return unprocessable(loc, str(exc), "unknown_reference")
+
+
+def _refused(loc: list[str | int], kind: str) -> Handler:
+    """A domain refusal of one part of the request (the patch, the uploaded file)."""
+
+    async def handle(_request: Request, exc: Exception) -> JSONResponse:
+        return unprocessable(loc, str(exc), kind)
+
+    return handle
 
 
 def install(app: FastAPI) -> None:
@@ -36,5 +50,7 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(NotFoundError, _handler(status.HTTP_404_NOT_FOUND))
     app.add_exception_handler(ConflictError, _handler(status.HTTP_409_CONFLICT))
     app.add_exception_handler(PatchTooLargeError, _handler(status.HTTP_413_CONTENT_TOO_LARGE))
-    app.add_exception_handler(PatchError, _handler(status.HTTP_422_UNPROCESSABLE_CONTENT))
-    app.add_exception_handler(InvalidAgentError, _handler(status.HTTP_422_UNPROCESSABLE_CONTENT))
+    # Patches come only in a child submission's `patch`, agents to check only in a seed's `file`
+    # (a child's broken agent.toml is archived and rejected, not refused).
+    app.add_exception_handler(PatchError, _refused(["body", "patch"], "patch_refused"))
+    app.add_exception_handler(InvalidAgentError, _refused(["body", "file"], "invalid_agent"))

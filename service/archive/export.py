@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from contracts.records import AgentMetadata, AgentRunRecord, StageScoreRecord
-from service.archive.git_store import GitStore
+from service.archive.git_store import EMPTY_TREE, GitStore
 from service.db.models import Evaluation, Run, RunAgent, StageScore
 from service.lifecycle import EvaluationStatus
 from service.queries import get_agent, lineage_ids
@@ -56,6 +56,11 @@ def agent_metadata(session: Session, *, agent_id: str) -> AgentMetadata:
 
 def write_agent(tar: tarfile.TarFile, git: GitStore, metadata: AgentMetadata, prefix: str) -> None:
     """Add an agent's code under `prefix/code/` and its metadata at `prefix/metadata.json`."""
+    # No agent is made of nothing now, but an archive may hold one from before: `git archive`
+    # of the empty tree is a tar without even a header, which tarfile cannot open.
+    if git.tree_of(metadata.agent_id) == EMPTY_TREE:
+        _add_bytes(tar, f"{prefix}/metadata.json", metadata.model_dump_json(indent=2).encode())
+        return
     with tarfile.open(fileobj=io.BytesIO(git.archive(metadata.agent_id)), mode="r:") as code:
         for member in code.getmembers():
             if member.name == "pax_global_header":

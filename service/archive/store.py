@@ -36,14 +36,19 @@ class Archive:
 
     # -- seeds -------------------------------------------------------------------
 
-    def import_seed_folder(self, folder: Path, *, name: str | None = None) -> Agent:
-        """Import a folder as a seed (a root commit). Importing the same code again returns it."""
+    def import_seed_folder(self, folder: Path, *, name: str | None = None) -> tuple[Agent, bool]:
+        """Import a folder as a seed (a root commit): (the agent, whether it is new).
+
+        The id is a function of the code alone; the name is metadata. Importing code the
+        archive holds already returns that agent unchanged: it keeps the name it came with first.
+        """
         manifest_path = folder / MANIFEST_FILE
         manifest = parse_manifest(manifest_path.read_bytes() if manifest_path.is_file() else None)
-        label = name or manifest.name or folder.name
-        sha = self.git.commit_folder(folder, f"seed: {label}")
+        label = name or manifest.name
+        sha = self.git.commit_folder(folder)
         with self.sessions.begin() as session:
             agent = session.get(Agent, sha)
+            created = agent is None
             if agent is None:
                 agent = Agent(
                     id=sha,
@@ -57,9 +62,9 @@ class Archive:
                 session.add(Event(kind="seed_imported", payload={"agent_id": sha, "name": label}))
         self.git.set_agent_ref(sha)
         self.git.point_head_at(sha)
-        return agent
+        return agent, created
 
-    def import_seed_tar(self, data: bytes, *, name: str | None = None) -> Agent:
+    def import_seed_tar(self, data: bytes, *, name: str | None = None) -> tuple[Agent, bool]:
         with tempfile.TemporaryDirectory(prefix="clade-seed-") as tmp:
             root = Path(tmp)
             extract_tar(data, root)

@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import httpx
 from sqlalchemy import create_engine, func, select
 from sqlalchemy.orm import Session
 
@@ -123,3 +124,11 @@ def make_patch(old: str, new: str, path: str = "tiny/core.py") -> str:
         if line.startswith(("@@", "+", "-", " ")) and not line.startswith(("---", "+++"))
     ]
     return f"--- a/{path}\n+++ b/{path}\n" + "".join(body)
+
+
+def refusal(response: httpx.Response) -> tuple[list[list[str | int]], str]:
+    """A 422's places and messages: every 422 is a list of issues, each with `loc` and `msg`."""
+    assert response.status_code == 422, response.text
+    issues = response.json()["detail"]
+    assert isinstance(issues, list) and issues, response.text
+    return [issue["loc"] for issue in issues], "; ".join(issue["msg"] for issue in issues)

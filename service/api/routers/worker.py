@@ -7,10 +7,18 @@ from fastapi import APIRouter, Response
 from contracts.records import ChildSubmission, EvaluationSubmission, StepFailure
 from service import queries
 from service.api.deps import ArchiveDep, SessionDep, WorkerOnly
+from service.api.responses import error_responses
+from service.api.routes import CheckedRoute
 from service.api.schemas import AgentPublic, EvaluationPublic
 from service.results import record_evaluation, reject_step
 
-router = APIRouter(prefix="/api/worker", tags=["worker"], dependencies=[WorkerOnly])
+router = APIRouter(
+    prefix="/api/worker",
+    tags=["worker"],
+    dependencies=[WorkerOnly],
+    route_class=CheckedRoute,
+    responses=error_responses(401, 404, 422),
+)
 
 
 @router.get("/agents/{agent_id}/code", response_class=Response)
@@ -20,7 +28,7 @@ def agent_code(agent_id: str, session: SessionDep, archive: ArchiveDep) -> Respo
     return Response(archive.git.archive(agent_id), media_type="application/x-tar")
 
 
-@router.post("/steps/{step_id}/child")
+@router.post("/steps/{step_id}/child", responses=error_responses(409, 413, 507))
 def submit_child(step_id: str, body: ChildSubmission, archive: ArchiveDep) -> AgentPublic:
     """Create the step's child from a unified diff against its parent; idempotent by step id."""
     agent = archive.create_child(
@@ -33,7 +41,7 @@ def submit_child(step_id: str, body: ChildSubmission, archive: ArchiveDep) -> Ag
     return AgentPublic.model_validate(agent, from_attributes=True)
 
 
-@router.post("/steps/{step_id}/reject")
+@router.post("/steps/{step_id}/reject", responses=error_responses(409, 413, 507))
 def submit_step_rejection(step_id: str, body: StepFailure, session: SessionDep) -> dict[str, str]:
     step = reject_step(
         session, step_id=step_id, reason=body.reason, diagnosis=body.diagnosis, usage=body.usage
@@ -42,7 +50,7 @@ def submit_step_rejection(step_id: str, body: StepFailure, session: SessionDep) 
     return {"step_id": step.id, "status": step.status}
 
 
-@router.post("/evaluations/{evaluation_id}/result")
+@router.post("/evaluations/{evaluation_id}/result", responses=error_responses(413, 507))
 def submit_result(evaluation_id: str, body: EvaluationSubmission, session: SessionDep) -> EvaluationPublic:
     evaluation = record_evaluation(session, evaluation_id=evaluation_id, submission=body)
     session.commit()
