@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from fastapi import FastAPI, Request, status
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from contracts.config import ConfigFieldError
@@ -44,7 +45,16 @@ def _refused(loc: list[str | int], kind: str) -> Handler:
     return handle
 
 
+async def _invalid_request(_request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's validation errors, without the `input` each echoes: an input may be what JSON
+    cannot carry (NaN), a secret, or megabytes of patch."""
+    assert isinstance(exc, RequestValidationError)
+    detail = [{"loc": list(e["loc"]), "msg": str(e["msg"]), "type": str(e["type"])} for e in exc.errors()]
+    return JSONResponse(status_code=status.HTTP_422_UNPROCESSABLE_CONTENT, content={"detail": detail})
+
+
 def install(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(UnknownAgentError, _bad_field)
     app.add_exception_handler(ConfigFieldError, _bad_field)
     app.add_exception_handler(NotFoundError, _handler(status.HTTP_404_NOT_FOUND))

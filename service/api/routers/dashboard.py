@@ -109,11 +109,11 @@ def make_pages(dist: Path) -> APIRouter:
 
     @pages.get("/{path:path}")
     def page(path: str) -> Response:
+        if "\x00" in path:  # no file is named so, and the operating system refuses the name
+            raise HTTPException(status.HTTP_404_NOT_FOUND, "not found")
         index = root / "index.html"
         if not index.is_file():
             return HTMLResponse(NOT_BUILT.format(dist=root), status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
-        if "\x00" in path:  # no file is named so, and the operating system refuses the name
-            raise HTTPException(status.HTTP_404_NOT_FOUND, "not found")
         if path:
             candidate = (root / path).resolve()
             if candidate.is_relative_to(root) and candidate.is_file():

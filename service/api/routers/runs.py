@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import PlainTextResponse
-from sqlalchemy import func, select
+from sqlalchemy import BigInteger, func, literal, select
 from sqlalchemy.orm import Session
 
 from contracts.config import RunConfig
@@ -166,9 +166,13 @@ def run_events(
     limit: Limit = 200,
 ) -> list[dict[str, Any]]:
     """Events after the given id, oldest first: poll with the last id you saw."""
+    # Compared as a 64-bit integer: bound as the 32-bit column, a large `after` fails in PostgreSQL.
     queries.get_run(session, run_id=run_id)
     rows = session.scalars(
-        select(Event).where(Event.run_id == run_id, Event.id > after).order_by(Event.id).limit(limit)
+        select(Event)
+        .where(Event.run_id == run_id, Event.id > literal(after, BigInteger))
+        .order_by(Event.id)
+        .limit(limit)
     )
     return [
         {"id": e.id, "kind": e.kind, "payload": e.payload, "created_at": e.created_at.isoformat()}
