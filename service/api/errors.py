@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from fastapi import FastAPI, Request, status
+from fastapi import FastAPI, Request, Response, status
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from contracts.config import ConfigFieldError
 from contracts.errors import ConflictError, InvalidAgentError, NotFoundError, PatchError
 from service.archive.store import PatchTooLargeError
 from service.runs import UnknownAgentError
 
-Handler = Callable[[Request, Exception], Awaitable[JSONResponse]]
+Handler = Callable[[Request, Exception], Awaitable[Response]]
 
 
 def _handler(code: int) -> Handler:
@@ -53,8 +55,18 @@ async def _invalid_request(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(status_code=status.HTTP_422_UNPROCESSABLE_CONTENT, content={"detail": detail})
 
 
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """FastAPI answers 400 to a body it cannot parse (a broken multipart form): a 422, as any other
+    malformed request."""
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == status.HTTP_400_BAD_REQUEST:
+        return unprocessable(["body"], str(exc.detail), "body_unreadable")
+    return await http_exception_handler(request, exc)
+
+
 def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _invalid_request)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(UnknownAgentError, _bad_field)
     app.add_exception_handler(ConfigFieldError, _bad_field)
     app.add_exception_handler(NotFoundError, _handler(status.HTTP_404_NOT_FOUND))

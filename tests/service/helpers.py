@@ -27,6 +27,24 @@ def open_step_in(database_url: str, *, run_id: str, parent_id: str) -> str:
     return step_id
 
 
+def add_evaluation(database_url: str, *, run_id: str, agent_id: str, evaluation_id: str) -> None:
+    """A pending evaluation, as the driver leaves one for a worker to answer."""
+    engine = create_engine(database_url)
+    with Session(engine) as session:
+        session.add(
+            Evaluation(
+                id=evaluation_id,
+                run_id=run_id,
+                agent_id=agent_id,
+                task_id="clade-mini__textkit-1",
+                stage=0,
+                status="pending",
+            )
+        )
+        session.commit()
+    engine.dispose()
+
+
 def row_counts(database_url: str) -> dict[str, int]:
     engine = create_engine(database_url)
     with Session(engine) as session:

@@ -14,10 +14,11 @@ from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
 from contracts.text import storable
-from service.db.models import Agent, Evaluation
+from service.db.models import Agent
 from tests.helpers import tar_of, write_agent
 from tests.servers import AppService
 from tests.service.helpers import (
+    add_evaluation,
     agent_refs,
     core_patch,
     open_step_in,
@@ -28,23 +29,6 @@ from tests.service.helpers import (
 
 HUGE = 2**63
 USAGE = {"purpose": "solve", "model": "scripted", "prompt_tokens": 7, "completion_tokens": 3, "cost_usd": 0.1}
-
-
-def add_evaluation(url: str, *, run_id: str, agent_id: str, evaluation_id: str) -> None:
-    engine = create_engine(url)
-    with Session(engine) as session:
-        session.add(
-            Evaluation(
-                id=evaluation_id,
-                run_id=run_id,
-                agent_id=agent_id,
-                task_id="clade-mini__textkit-1",
-                stage=0,
-                status="pending",
-            )
-        )
-        session.commit()
-    engine.dispose()
 
 
 def test_unstorable_text_is_refused_at_its_field(service: AppService, seed_id: str, tmp_path: Path) -> None:
