@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI, Request, Response, status
 from fastapi.responses import JSONResponse
@@ -13,7 +14,7 @@ from benchmarks.catalog import BenchmarkCatalog
 from contracts.settings import Settings
 from service.api import errors
 from service.api.deps import AdminOnly, Services
-from service.api.responses import error_responses
+from service.api.responses import error_responses, errors_in_json
 from service.api.routers import agents, benchmarks, dashboard, runs, seeds, worker
 from service.api.schemas import ConsistencyPublic
 from service.archive import consistency
@@ -79,6 +80,14 @@ def create_app(settings: Settings) -> FastAPI:
     )
     app.state.services = services
     errors.install(app)
+    document = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = errors_in_json(document())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     @app.middleware("http")
     async def limit_body(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:

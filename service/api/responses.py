@@ -27,3 +27,15 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
         }
         for code in codes
     }
+
+
+def errors_in_json(schema: dict[str, Any]) -> dict[str, Any]:
+    """Errors are JSON on every route: FastAPI documents them in the route's own media type
+    (`text/plain` for a diff), so move each error body to `application/json`. In place."""
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            for code, response in operation.get("responses", {}).items():
+                content = response.get("content")
+                if code.startswith(("4", "5")) and content and "application/json" not in content:
+                    response["content"] = {"application/json": next(iter(content.values()))}
+    return schema
