@@ -39,3 +39,9 @@ def errors_in_json(schema: dict[str, Any]) -> dict[str, Any]:
                 if code.startswith(("4", "5")) and content and "application/json" not in content:
                     response["content"] = {"application/json": next(iter(content.values()))}
     return schema
+
+
+def download(media_type: str, description: str) -> dict[int | str, dict[str, Any]]:
+    """`responses=` for a 200 whose body is a file of `media_type`, not JSON."""
+    schema = {"type": "string", "format": "binary"}
+    return {status.HTTP_200_OK: {"description": description, "content": {media_type: {"schema": schema}}}}

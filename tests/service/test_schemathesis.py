@@ -3,8 +3,8 @@
 Every phase runs (the document's examples, coverage of each schema's edges, fuzzing, and
 stateful sequences along the links schemathesis infers), with a fixed seed and a fixed
 number of examples per operation, authenticated with the service's own tokens. Checks: no
-server error, every answer's status is listed in the document for its operation, and every
-body matches the schema listed for its status.
+server error, every answer's status and media type are listed in the document for its operation,
+and every body matches the schema listed for its status.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from tests.service.helpers import CORE, add_evaluation, core_patch, open_step_in
 
 SEED = 20261130
 EXAMPLES = 15
-CHECKS = "not_a_server_error,status_code_conformance,response_schema_conformance"
+CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
 
 
 def archive_with_data(service: ServiceProcess, tmp_path: Path) -> dict[str, list[str]]:

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from contracts.errors import NotFoundError
 from service import queries
 from service.api.deps import ArchiveDep, Reader, SessionDep
-from service.api.responses import error_responses
+from service.api.responses import download, error_responses
 from service.api.routes import CheckedRoute
 from service.api.schemas import MAX_OFFSET, AgentDetail, AgentPublic, EvaluationDetail, Page
 from service.archive.export import bundle_bytes, export_agent
@@ -66,21 +66,33 @@ def agent_diff(agent_id: str, session: SessionDep, archive: ArchiveDep) -> str:
     return archive.git.diff(agent.parent_id, agent.id)
 
 
-@router.get("/{agent_id}/code", response_class=Response, responses=error_responses(404))
+@router.get(
+    "/{agent_id}/code",
+    response_class=Response,
+    responses={**download("application/gzip", "The code as tar.gz"), **error_responses(404)},
+)
 def agent_code(agent_id: str, session: SessionDep, archive: ArchiveDep) -> Response:
     queries.get_agent(session, agent_id=agent_id)
     data = archive.git.archive(agent_id, fmt="tar.gz", prefix=f"agent-{agent_id[:12]}/")
     return _download(data, "application/gzip", f"agent-{agent_id[:12]}-code.tar.gz")
 
 
-@router.get("/{agent_id}/export", response_class=Response, responses=error_responses(404))
+@router.get(
+    "/{agent_id}/export",
+    response_class=Response,
+    responses={**download("application/gzip", "Code and metadata.json as tar.gz"), **error_responses(404)},
+)
 def agent_export(agent_id: str, session: SessionDep, archive: ArchiveDep) -> Response:
     """tar.gz of the code plus metadata.json (lineage, scores, run config, models)."""
     data = export_agent(session, archive.git, agent_id=agent_id)
     return _download(data, "application/gzip", f"agent-{agent_id[:12]}.tar.gz")
 
 
-@router.get("/{agent_id}/bundle", response_class=Response, responses=error_responses(404))
+@router.get(
+    "/{agent_id}/bundle",
+    response_class=Response,
+    responses={**download("application/octet-stream", "A git bundle"), **error_responses(404)},
+)
 def agent_bundle(agent_id: str, session: SessionDep, archive: ArchiveDep) -> Response:
     """A git bundle of the agent's lineage: `git clone agent.bundle` gives its history."""
     queries.get_agent(session, agent_id=agent_id)

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from contracts.config import RunConfig
 from service import lifecycle, queries, runs
 from service.api.deps import AdminOnly, ArchiveDep, Reader, ServicesDep, SessionDep
-from service.api.responses import error_responses
+from service.api.responses import download, error_responses
 from service.api.routes import CheckedRoute
 from service.api.schemas import (
     MAX_OFFSET,
@@ -35,6 +35,14 @@ from service.driver.plan import plan_run
 router = APIRouter(
     prefix="/api/runs", tags=["runs"], route_class=CheckedRoute, responses=error_responses(401, 422)
 )
+
+
+class JSONLinesResponse(PlainTextResponse):
+    """One JSON document a line (its type documented as such in the OpenAPI document)."""
+
+    media_type = "application/jsonl"
+
+
 Limit = Annotated[int, Query(ge=1, le=1000)]
 Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET)]
 
@@ -181,7 +189,10 @@ def run_events(
 
 
 @router.get(
-    "/{run_id}/export", dependencies=[Reader], response_class=Response, responses=error_responses(404)
+    "/{run_id}/export",
+    dependencies=[Reader],
+    response_class=Response,
+    responses={**download("application/gzip", "The top agents as one tar.gz"), **error_responses(404)},
 )
 def export_run_top(
     run_id: str,
@@ -203,18 +214,17 @@ def export_run_top(
 @router.get(
     "/{run_id}/predictions",
     dependencies=[Reader],
-    response_class=PlainTextResponse,
+    response_class=JSONLinesResponse,
     responses=error_responses(404),
 )
 def run_predictions(
     run_id: str, session: SessionDep, agent: Annotated[str | None, Query(pattern="^[0-9a-f]{40}$")] = None
-) -> PlainTextResponse:
+) -> JSONLinesResponse:
     """SWE-bench predictions JSONL of one agent's evaluations in this run (default: the best agent)."""
     run = queries.get_run(session, run_id=run_id)
     agent_id = agent or next(iter(queries.top_agents(session, run_id=run_id, k=1)), run.seed_agent_id)
     body = predictions_jsonl(session, run_id=run_id, agent_id=agent_id)
-    return PlainTextResponse(
+    return JSONLinesResponse(
         body,
-        media_type="application/jsonl",
         headers={"Content-Disposition": f'attachment; filename="predictions-{agent_id[:12]}.jsonl"'},
     )

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Response
 from contracts.records import ChildSubmission, EvaluationSubmission, StepFailure
 from service import queries
 from service.api.deps import ArchiveDep, SessionDep, WorkerOnly
-from service.api.responses import error_responses
+from service.api.responses import download, error_responses
 from service.api.routes import CheckedRoute
 from service.api.schemas import AgentPublic, EvaluationPublic
 from service.results import record_evaluation, reject_step
@@ -21,7 +21,11 @@ router = APIRouter(
 )
 
 
-@router.get("/agents/{agent_id}/code", response_class=Response)
+@router.get(
+    "/agents/{agent_id}/code",
+    response_class=Response,
+    responses=download("application/x-tar", "The code as an uncompressed tar"),
+)
 def agent_code(agent_id: str, session: SessionDep, archive: ArchiveDep) -> Response:
     """The agent's code as an uncompressed tar (the worker unpacks it into a sandbox mount)."""
     queries.get_agent(session, agent_id=agent_id)
