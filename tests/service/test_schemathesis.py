@@ -75,12 +75,16 @@ def config_text(service: ServiceProcess, ids: dict[str, list[str]]) -> str:
     lines.append("[parameters]")
     lines += [f'"{key}" = {{ dictionary = "{name}", probability = 0.5 }}' for key, name in bindings.items()]
     lines.append('"body.benchmark.options.dataset" = { dictionary = "datasets" }')
-    # Worker endpoints with the worker's token; the coverage phase does not take the dataset
-    # dictionary above, so it leaves out the one endpoint that would look names up on the Hub.
+    # Reads with the read token, worker endpoints with the worker's, the rest with the admin's.
+    # The coverage phase does not take the dataset dictionary above, so it leaves out the one
+    # endpoint that would look dataset names up on the Hub.
     lines += [
         "[[operations]]",
         'include-tag = "worker"',
         f'headers = {{ Authorization = "Bearer {secrets["worker_token"]}" }}',
+        "[[operations]]",
+        'include-name-regex = "^GET /api/(runs|agents|benchmarks)"',
+        f'headers = {{ Authorization = "Bearer {secrets["read_token"]}" }}',
         "[[operations]]",
         'include-path = "/api/benchmarks/tasks"',
         "phases.coverage.enabled = false",
