@@ -9,6 +9,9 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator
 
+# JSON nested deeper is refused by the service: nothing Clade exchanges nests so far, and pydantic
+# gives up storing or serialising a few hundred levels (a 500 after the request was accepted).
+MAX_JSON_DEPTH = 64
 REPLACEMENT = "\ufffd"
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
@@ -40,22 +43,27 @@ def storable_text(value: str) -> str:
     return _UNSTORABLE.sub(REPLACEMENT, value)
 
 
-def text_problems(data: Any, loc: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], str]]:
-    """(path, problem) of every string in parsed JSON, keys included, that cannot be stored.
-    Paths are themselves storable (a key at fault appears with U+FFFD in place)."""
-    if isinstance(data, str):
-        problem = text_problem(data)
-        if problem is not None:
-            yield loc, problem
-    elif isinstance(data, dict):
-        for key, value in data.items():
-            problem = text_problem(key)
+def text_problems(data: Any) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    """(path, problem) of every string in parsed JSON, keys included, that cannot be stored, in
+    document order. Paths are themselves storable (a key at fault appears with U+FFFD in place).
+    Iterative: a document nested as deep as its parser allows is walked without recursion."""
+    pending: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
+    while pending:
+        value, loc = pending.pop()
+        if isinstance(value, str):
+            problem = text_problem(value)
             if problem is not None:
-                yield (*loc, storable_text(key)), f"key {problem}"
-            yield from text_problems(value, (*loc, storable_text(key)))
-    elif isinstance(data, list):
-        for index, value in enumerate(data):
-            yield from text_problems(value, (*loc, index))
+                yield loc, problem
+        elif isinstance(value, dict):
+            children: list[tuple[Any, tuple[str | int, ...]]] = []
+            for key, item in value.items():
+                problem = text_problem(key)
+                if problem is not None:
+                    yield (*loc, storable_text(key)), f"key {problem}"
+                children.append((item, (*loc, storable_text(key))))
+            pending.extend(reversed(children))
+        elif isinstance(value, list):
+            pending.extend(reversed([(item, (*loc, index)) for index, item in enumerate(value)]))
 
 
 def storable(data: Any) -> Any:
@@ -68,3 +76,16 @@ def storable(data: Any) -> Any:
     if isinstance(data, list):
         return [storable(value) for value in data]
     return data
+
+
+def json_depth(data: Any) -> int:
+    """How deep parsed JSON nests (a scalar is 0, `[]` is 0, `[[]]` is 1); without recursion."""
+    deepest, pending = 0, [(data, 0)]
+    while pending:
+        value, depth = pending.pop()
+        deepest = max(deepest, depth)
+        if isinstance(value, dict):
+            pending += [(item, depth + 1) for item in value.values()]
+        elif isinstance(value, list):
+            pending += [(item, depth + 1) for item in value]
+    return deepest

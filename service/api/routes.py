@@ -1,9 +1,10 @@
-"""The route class of every API router: text no store can keep is refused before the endpoint runs.
+"""The route class of every API router: what no store can keep is refused before the endpoint runs.
 
 A NUL character or a lone surrogate in a path or query parameter, or anywhere in a JSON
-body (keys too), answers 422 at its place. PostgreSQL refuses NUL in text and no UTF-8
-exists for a lone surrogate, so without this such a value surfaces as a 500 from the
-database or from encoding the answer, on whichever column it happens to reach first.
+body (keys too), answers 422 at its place; so does a body nested deeper than MAX_JSON_DEPTH.
+PostgreSQL refuses NUL in text and no UTF-8 exists for a lone surrogate, so without this
+such a value surfaces as a 500 from the database or from encoding the answer, on whichever
+column it happens to reach first.
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
-from contracts.text import text_problem, text_problems
+from contracts.text import MAX_JSON_DEPTH, json_depth, text_problem, text_problems
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
 
-def _issue(loc: Iterable[str | int], message: str) -> dict[str, Any]:
-    return {"loc": list(loc), "msg": message, "type": "unstorable_text"}
+def _issue(loc: Iterable[str | int], message: str, kind: str = "unstorable_text") -> dict[str, Any]:
+    return {"loc": list(loc), "msg": message, "type": kind}
 
 
 def _param_issues(kind: str, items: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -45,6 +46,10 @@ def _body_issues(request: Request, body: bytes) -> list[dict[str, Any]]:
         return [_issue(("body",), "the body is not UTF-8 text")]
     except json.JSONDecodeError:
         return []  # FastAPI answers it, at the position of the error
+    except RecursionError:
+        return [_issue(("body",), f"the body is nested more than {MAX_JSON_DEPTH} levels deep", "too_deep")]
+    if json_depth(data) > MAX_JSON_DEPTH:
+        return [_issue(("body",), f"the body is nested more than {MAX_JSON_DEPTH} levels deep", "too_deep")]
     return [_issue(("body", *loc), problem) for loc, problem in text_problems(data)]
 
 

@@ -80,6 +80,17 @@ def test_unstorable_text_is_refused_at_its_field(service: AppService, seed_id: s
             headers={"Content-Type": "application/json"},
         )
         assert refusal(nan)[0] == [["body", "result", "durations", "total_s"]]
+        # Nesting: a few hundred levels is more than pydantic stores, a few thousand more than
+        # Python's parser takes; both are refused whole.
+        for depth in (500, 5000):
+            deep = {"result": {"resolved": True, "trajectory": "[" * depth + "]" * depth}}
+            body = json.dumps(deep).replace(f'"{"[" * depth}{"]" * depth}"', "[" * depth + "]" * depth)
+            nested = worker.post(
+                "/api/worker/evaluations/e1/result",
+                content=body,
+                headers={"Content-Type": "application/json"},
+            )
+            assert refusal(nested) == ([["body"]], "the body is nested more than 64 levels deep")
     with service.anonymous as reader:
         assert reader.get("/%00").status_code == 404
         assert reader.get("/runs/%00").status_code == 404
