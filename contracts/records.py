@@ -16,6 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 # model's context, and an evaluation's totals must still fit.
 MAX_CALL_TOKENS = 1_000_000_000
 MAX_TOTAL_TOKENS = 2**31 - 1
+# Costs are summed per evaluation and per run: bounded per call so that no sum reaches infinity,
+# which JSON cannot carry.
+MAX_CALL_USD = 1_000_000.0
 
 
 class Record(BaseModel):
@@ -31,7 +34,7 @@ class UsageRecord(Record):
     model: str = Field(max_length=200)
     prompt_tokens: int = Field(ge=0, le=MAX_CALL_TOKENS)
     completion_tokens: int = Field(ge=0, le=MAX_CALL_TOKENS)
-    cost_usd: float = Field(ge=0)
+    cost_usd: float = Field(ge=0, le=MAX_CALL_USD)
     detail: dict[str, Any] = Field(default_factory=dict)
 
 

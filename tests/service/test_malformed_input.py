@@ -124,6 +124,12 @@ def test_bounds_are_what_the_database_holds(service: AppService, seed_id: str) -
                 f"/api/worker/steps/{step_id}/child", json={"patch": core_patch(3, "x"), "usage": usage}
             )
             assert refusal(child)[0] == [["body", "usage", 0, "prompt_tokens"]]
+        # A cost whose sums would reach infinity, which no JSON answer could carry.
+        costly = [USAGE | {"cost_usd": 1e308}] * 2
+        result = worker.post(
+            "/api/worker/evaluations/e1/result", json={"result": {"resolved": True}, "usage": costly}
+        )
+        assert refusal(result)[0] == [["body", "usage", 0, "cost_usd"], ["body", "usage", 1, "cost_usd"]]
         # Each call within bounds, their sum not: an evaluation's totals must fit their column too.
         many = [USAGE | {"completion_tokens": 1_000_000_000}] * 3
         result = worker.post(
