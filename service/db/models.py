@@ -34,6 +34,11 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def as_utc(moment: datetime) -> datetime:
+    """`moment` in UTC; a naive one is taken as UTC already (as SQLite hands back what was written in UTC)."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
 class UTCDateTime(TypeDecorator[datetime]):
     """A moment stored in UTC and read back in UTC, with its offset, on every database.
 
@@ -54,9 +59,7 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return None if value is None else as_utc(value)
 
 
 class Base(DeclarativeBase):
