@@ -57,6 +57,8 @@ def config_text(service: ServiceProcess, ids: dict[str, list[str]]) -> str:
     secrets = service.secrets
     lines = [
         f"seed = {SEED}",
+        "[cache]",
+        "enabled = false",  # nothing from one run steers the next: the figures stay comparable
         "[generation]",
         f"max-examples = {EXAMPLES}",
         "[headers]",
@@ -120,7 +122,10 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(
             *("run", f"{service.url}/openapi.json", "--checks", CHECKS, "--workers", "1"),
             *("--report", "har,ndjson", "--report-har-path", str(har), "--report-ndjson-path", str(report)),
         ]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+        # Run from tmp_path: schemathesis keeps its own files in the working folder.
+        result = subprocess.run(
+            command, capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path
+        )
     finally:
         service.stop()
     entries = json.loads(har.read_text())["log"]["entries"]
