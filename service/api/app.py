@@ -14,7 +14,7 @@ from benchmarks.catalog import BenchmarkCatalog
 from contracts.settings import Settings
 from service.api import errors
 from service.api.deps import AdminOnly, Services
-from service.api.responses import error_responses, errors_in_json
+from service.api.responses import add_links, error_responses, errors_in_json
 from service.api.routers import agents, benchmarks, dashboard, runs, seeds, worker
 from service.api.schemas import ConsistencyPublic
 from service.archive import consistency
@@ -84,7 +84,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = errors_in_json(document())
+            app.openapi_schema = add_links(errors_in_json(document()))
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

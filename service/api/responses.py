@@ -45,3 +45,32 @@ def download(media_type: str, description: str) -> dict[int | str, dict[str, Any
     """`responses=` for a 200 whose body is a file of `media_type`, not JSON."""
     schema = {"type": "string", "format": "binary"}
     return {status.HTTP_200_OK: {"description": description, "content": {media_type: {"schema": schema}}}}
+
+
+# Operations whose success body's `id` names what the path parameter of others takes.
+CREATES = {
+    ("post", "/api/runs"): "run_id",
+    ("post", "/api/seeds"): "agent_id",
+    ("post", "/api/worker/steps/{step_id}/child"): "agent_id",
+}
+
+
+def add_links(schema: dict[str, Any]) -> dict[str, Any]:
+    """OpenAPI links from each creating operation to every operation that takes what it made, so
+    clients and stateful testers can follow a new run or agent without guessing. In place."""
+    paths: dict[str, dict[str, Any]] = schema.get("paths", {})
+    for (method, path), parameter in CREATES.items():
+        targets = sorted(
+            operation["operationId"]
+            for target, operations in paths.items()
+            if f"{{{parameter}}}" in target
+            for operation in operations.values()
+        )
+        links = {
+            target: {"operationId": target, "parameters": {parameter: "$response.body#/id"}}
+            for target in targets
+        }
+        for code, response in paths[path][method]["responses"].items():
+            if code.startswith("2"):
+                response["links"] = links
+    return schema

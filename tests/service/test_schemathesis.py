@@ -141,7 +141,8 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(
         record_property(f"schemathesis_{database}_{name}", value)
     print(
         f"schemathesis on {database}: {len(entries)} requests, {server_errors} server errors, "
-        f"{violations} schema violations (seed {SEED}, {EXAMPLES} examples per operation)"
+        f"{violations} schema violations (seed {SEED}, {EXAMPLES} examples per operation); "
+        + " ".join(line.strip() for line in result.stdout.splitlines() if "API Links" in line)
     )
     assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-2000:]
     assert server_errors == 0 and not failed
