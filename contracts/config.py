@@ -26,7 +26,10 @@ class ConfigFieldError(ValueError):
 
 class StrictModel(BaseModel):
     # A stored configuration has every default filled in, so its output schema marks them required.
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+    # NaN and infinity have no JSON form, so a stored configuration could not be sent back.
+    model_config = ConfigDict(
+        extra="forbid", json_schema_serialization_defaults_required=True, allow_inf_nan=False
+    )
 
 
 class StageConfig(StrictModel):

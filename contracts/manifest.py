@@ -7,6 +7,7 @@ import tomllib
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contracts.errors import InvalidAgentError
+from contracts.text import StorableStr
 
 MANIFEST_FILE = "agent.toml"
 
@@ -14,13 +15,13 @@ MANIFEST_FILE = "agent.toml"
 class AgentManifest(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    solve: str = Field(min_length=1)
-    name: str | None = None
-    description: str | None = None
-    requirements: list[str] = Field(default_factory=list)
+    solve: StorableStr = Field(min_length=1)
+    name: StorableStr | None = Field(default=None, max_length=200)  # as long as an agent's name may be
+    description: StorableStr | None = None
+    requirements: list[StorableStr] = Field(default_factory=list)
     # Optional commands run when a child is validated (from the agent's root, no model).
-    check: str | None = None  # a quick start-up self-test
-    test: str | None = None  # the agent's own tests
+    check: StorableStr | None = None  # a quick start-up self-test
+    test: StorableStr | None = None  # the agent's own tests
 
 
 def parse_manifest(text: bytes | None) -> AgentManifest:

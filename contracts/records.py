@@ -9,11 +9,21 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# Token counts are stored in 32-bit integer columns and summed there, per call (prompt plus
+# completion) and per evaluation: a call reports at most a billion of each, far beyond any
+# model's context, and an evaluation's totals must still fit.
+MAX_CALL_TOKENS = 1_000_000_000
+MAX_TOTAL_TOKENS = 2**31 - 1
+# Costs are summed per evaluation and per run: bounded per call so that no sum reaches infinity,
+# which JSON cannot carry.
+MAX_CALL_USD = 1_000_000.0
 
 
 class Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # NaN and infinity have no JSON form: refused on the way in, so no answer fails on the way out.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class UsageRecord(Record):
@@ -22,9 +32,9 @@ class UsageRecord(Record):
     schema_version: Literal[1] = 1
     purpose: str = Field(max_length=32)
     model: str = Field(max_length=200)
-    prompt_tokens: int = Field(ge=0)
-    completion_tokens: int = Field(ge=0)
-    cost_usd: float = Field(ge=0)
+    prompt_tokens: int = Field(ge=0, le=MAX_CALL_TOKENS)
+    completion_tokens: int = Field(ge=0, le=MAX_CALL_TOKENS)
+    cost_usd: float = Field(ge=0, le=MAX_CALL_USD)
     detail: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -57,9 +67,19 @@ class EvaluationResult(Record):
     durations: Durations = Field(default_factory=Durations)
 
 
+def _totals_fit(usage: list[UsageRecord]) -> list[UsageRecord]:
+    for field in ("prompt_tokens", "completion_tokens"):
+        total = sum(getattr(call, field) for call in usage)
+        if total > MAX_TOTAL_TOKENS:
+            raise ValueError(f"the calls' {field} add up to {total}, more than {MAX_TOTAL_TOKENS}")
+    return usage
+
+
 class EvaluationSubmission(Record):
     result: EvaluationResult
     usage: list[UsageRecord] = Field(default_factory=list)
+
+    _usage_fits = field_validator("usage")(_totals_fit)
 
 
 class StageScoreRecord(Record):
@@ -98,6 +118,8 @@ class AgentMetadata(Record):
 class ChildSubmission(BaseModel):
     """A step's outcome: the child's patch, with the step's own LLM usage (diagnosis, improver)."""
 
+    model_config = ConfigDict(allow_inf_nan=False)
+
     patch: str
     diagnosis: str | None = None
     # Set when the child failed validation (does not start, its own tests fail): it is archived
@@ -107,6 +129,8 @@ class ChildSubmission(BaseModel):
 
 
 class StepFailure(BaseModel):
+    model_config = ConfigDict(allow_inf_nan=False)
+
     reason: str = Field(min_length=1, max_length=20_000)
     diagnosis: str | None = None
     usage: list[UsageRecord] = Field(default_factory=list)

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from contracts.config import RunConfig
 from contracts.errors import NotFoundError
 from service import lifecycle
-from service.db.models import Agent, Evaluation, Event, Run, RunAgent, Step, as_utc
+from service.db.models import Agent, Evaluation, Event, Run, RunAgent, Step
 from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus, Transition
 
 
@@ -77,7 +77,7 @@ def change_state(session: Session, *, run_id: str, action: str) -> Run:
 def bank_active_time(run: Run, now: datetime) -> None:
     """Add the running time since the last resume to the run's active seconds."""
     if run.resumed_at is not None:
-        run.active_seconds += max(0.0, (now - as_utc(run.resumed_at)).total_seconds())
+        run.active_seconds += max(0.0, (now - run.resumed_at).total_seconds())
     run.resumed_at = None
 
 
@@ -85,7 +85,7 @@ def elapsed_seconds(run: Run, now: datetime | None = None) -> float:
     now = now or datetime.now(UTC)
     total = run.active_seconds
     if run.status == RunStatus.RUNNING and run.resumed_at is not None:
-        total += max(0.0, (now - as_utc(run.resumed_at)).total_seconds())
+        total += max(0.0, (now - run.resumed_at).total_seconds())
     return total
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from contracts.config import LimitsConfig
 from contracts.manifest import AgentManifest
+from contracts.text import MAX_JSON_DEPTH, json_depth
 from sandbox.base import Mount, SandboxSpec
 from sandbox.images.runtime import RUNTIME_DIR, RUNTIME_PYTHON
 from worker.context import WorkerContext
@@ -166,7 +167,11 @@ def _spec(ws: Workspace, run: AgentRun) -> SandboxSpec:
 def _trajectory(raw: bytes | None) -> Any:
     if raw is None:
         return None
+    unparsed = {"unparsed": raw[:MAX_LOG_CHARS].decode(errors="replace")}
     try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return {"unparsed": raw[:MAX_LOG_CHARS].decode(errors="replace")}
+        trajectory = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        return unparsed
+    # Nested deeper than the service takes (inside its submission's result): kept as text, so the
+    # evaluation is still recorded.
+    return unparsed if json_depth(trajectory) + 2 > MAX_JSON_DEPTH else trajectory

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
 from pydantic import BaseModel
 
 from contracts.records import ChildSubmission, EvaluationSubmission, StepFailure
+from contracts.text import storable
 from worker.errors import InfrastructureError, StaleJobError
 
 
@@ -43,9 +45,10 @@ class ServiceClient:
         self._post(f"/api/worker/evaluations/{evaluation_id}/result", submission)
 
     def _post(self, path: str, body: BaseModel) -> httpx.Response:
-        return self._request(
-            "POST", path, content=body.model_dump_json(), headers={"Content-Type": "application/json"}
-        )
+        # Logs, diagnoses and reasons carry what agents printed, NULs included; the service refuses
+        # text it cannot store, so each NUL (or lone surrogate) goes as U+FFFD instead.
+        content = json.dumps(storable(body.model_dump(mode="json")), separators=(",", ":"))
+        return self._request("POST", path, content=content, headers={"Content-Type": "application/json"})
 
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI, status
 from fastapi.responses import JSONResponse
@@ -17,6 +18,7 @@ from contracts.settings import Settings
 from service.api import errors
 from service.api.body_limit import BodyLimitMiddleware
 from service.api.deps import AdminOnly, Services
+from service.api.responses import add_links, error_responses, errors_in_json
 from service.api.routers import agents, benchmarks, dashboard, runs, seeds, worker
 from service.api.schemas import ConsistencyPublic, DriverHealth, HealthPublic
 from service.archive import consistency
@@ -130,6 +132,14 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.services = services
     app.state.driver = driver
     errors.install(app)
+    document = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = add_links(errors_in_json(document()))
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_upload_bytes)
 
@@ -150,7 +160,9 @@ def create_app(settings: Settings) -> FastAPI:
         code = status.HTTP_200_OK if body.status == "ok" else status.HTTP_503_SERVICE_UNAVAILABLE
         return JSONResponse(status_code=code, content=body.model_dump(mode="json"))
 
-    @app.get("/api/admin/consistency", tags=["system"], dependencies=[AdminOnly])
+    @app.get(
+        "/api/admin/consistency", tags=["system"], dependencies=[AdminOnly], responses=error_responses(401)
+    )
     def check_consistency() -> ConsistencyPublic:
         report = consistency.check(services.archive.git, services.sessions, repair=False)
         return ConsistencyPublic.model_validate(report.model_dump())

@@ -3,29 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
-from fastapi import FastAPI, Request, status
+from fastapi import FastAPI, Request, Response, status
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from contracts.config import ConfigFieldError
 from contracts.errors import ConflictError, InvalidAgentError, NotFoundError, PatchError, StorageFullError
-from service.api.schemas import StorageFullPublic
 from service.archive.limits import TooLargeError
 from service.archive.storage import as_storage_full
 from service.archive.store import PatchTooLargeError
 from service.runs import UnknownAgentError
 
-# For the routes that write to the archive: a full disk answers 507 (documented in the OpenAPI).
-STORAGE_FULL: dict[int | str, dict[str, Any]] = {
-    status.HTTP_507_INSUFFICIENT_STORAGE: {
-        "model": StorageFullPublic,
-        "description": "the archive's disk is full: nothing was written; retry once space is freed",
-    }
-}
-
-Handler = Callable[[Request, Exception], Awaitable[JSONResponse]]
+Handler = Callable[[Request, Exception], Awaitable[Response]]
 
 
 def _handler(code: int) -> Handler:
@@ -35,12 +28,43 @@ def _handler(code: int) -> Handler:
     return handle
 
 
+def unprocessable(loc: list[str | int], message: str, kind: str) -> JSONResponse:
+    """A 422 in the one shape every 422 has (FastAPI's validation errors): a list of issues."""
+    detail = [{"loc": loc, "msg": message, "type": kind}]
+    return JSONResponse(status_code=status.HTTP_422_UNPROCESSABLE_CONTENT, content={"detail": detail})
+
+
 async def _bad_field(_request: Request, exc: Exception) -> JSONResponse:
     """A config value that is well-formed but names nothing real: 422 at its field path."""
     assert isinstance(exc, UnknownAgentError | ConfigFieldError)
     loc: list[str | int] = ["body", *(int(p) if p.isdigit() else p for p in exc.field.split("."))]
-    detail = [{"loc": loc, "msg": str(exc), "type": "unknown_reference"}]
+    return unprocessable(loc, str(exc), "unknown_reference")
+
+
+def _refused(loc: list[str | int], kind: str) -> Handler:
+    """A domain refusal of one part of the request (the patch, the uploaded file)."""
+
+    async def handle(_request: Request, exc: Exception) -> JSONResponse:
+        return unprocessable(loc, str(exc), kind)
+
+    return handle
+
+
+async def _invalid_request(_request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's validation errors, without the `input` each echoes: an input may be what JSON
+    cannot carry (NaN), a secret, or megabytes of patch."""
+    assert isinstance(exc, RequestValidationError)
+    detail = [{"loc": list(e["loc"]), "msg": str(e["msg"]), "type": str(e["type"])} for e in exc.errors()]
     return JSONResponse(status_code=status.HTTP_422_UNPROCESSABLE_CONTENT, content={"detail": detail})
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """FastAPI answers 400 to a body it cannot parse (a broken multipart form): a 422, as any other
+    malformed request."""
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == status.HTTP_400_BAD_REQUEST:
+        return unprocessable(["body"], str(exc.detail), "body_unreadable")
+    return await http_exception_handler(request, exc)
 
 
 async def _database_error(request: Request, exc: Exception) -> JSONResponse:
@@ -53,14 +77,18 @@ async def _database_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 def install(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, _invalid_request)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(UnknownAgentError, _bad_field)
     app.add_exception_handler(ConfigFieldError, _bad_field)
     app.add_exception_handler(NotFoundError, _handler(status.HTTP_404_NOT_FOUND))
     app.add_exception_handler(ConflictError, _handler(status.HTTP_409_CONFLICT))
     app.add_exception_handler(PatchTooLargeError, _handler(status.HTTP_413_CONTENT_TOO_LARGE))
     app.add_exception_handler(TooLargeError, _handler(status.HTTP_413_CONTENT_TOO_LARGE))
-    app.add_exception_handler(PatchError, _handler(status.HTTP_422_UNPROCESSABLE_CONTENT))
-    app.add_exception_handler(InvalidAgentError, _handler(status.HTTP_422_UNPROCESSABLE_CONTENT))
+    # Patches come only in a child submission's `patch`, agents to check only in a seed's `file`
+    # (a child's broken agent.toml is archived and rejected, not refused).
+    app.add_exception_handler(PatchError, _refused(["body", "patch"], "patch_refused"))
+    app.add_exception_handler(InvalidAgentError, _refused(["body", "file"], "invalid_agent"))
     # A full disk is not the request's fault: 507, and the same request works once space is freed.
     app.add_exception_handler(StorageFullError, _handler(status.HTTP_507_INSUFFICIENT_STORAGE))
     app.add_exception_handler(DBAPIError, _database_error)

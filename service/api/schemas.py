@@ -13,18 +13,35 @@ from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus
 
 T = TypeVar("T")
 
+# The largest offset (or event id to read after) a database can take: a signed 64-bit integer.
+MAX_OFFSET = 2**63 - 1
+
+
+class ErrorBody(BaseModel):
+    """Every error answer but a 422: what went wrong, in a sentence."""
+
+    detail: str
+
+
+class ValidationIssue(BaseModel):
+    """One problem with a request, at its place: `["body", "stages", 0, "subset"]`, `["query", "offset"]`."""
+
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ValidationErrorBody(BaseModel):
+    """Every 422, whether the request's shape or its meaning is wrong: the same list of issues."""
+
+    detail: list[ValidationIssue]
+
 
 class Page(BaseModel, Generic[T]):
     items: list[T]
     total: int
     limit: int
     offset: int
-
-
-class StorageFullPublic(BaseModel):
-    """507: the archive's disk is full; nothing was written and the same request works once space is freed."""
-
-    detail: str
 
 
 class Budget(BaseModel):

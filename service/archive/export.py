@@ -17,7 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from contracts.records import AgentMetadata, AgentRunRecord, StageScoreRecord
-from service.archive.git_store import CHUNK, GitStore
+from service.archive.git_store import CHUNK, EMPTY_TREE, GitStore
 from service.db.models import Evaluation, Run, RunAgent, StageScore
 from service.lifecycle import EvaluationStatus
 from service.queries import get_agent, lineage_ids
@@ -78,8 +78,19 @@ Member = tuple[tarfile.TarInfo, Iterable[bytes]]
 
 def _agent_members(git: GitStore, metadata: AgentMetadata, prefix: str) -> Iterator[Member]:
     """The agent's code read from `git archive` one member at a time, then its metadata."""
+    # No agent is made of nothing now, but an archive may hold one from before: `git archive`
+    # of the empty tree is a tar without even a header, which tarfile cannot open.
+    if git.tree_of(metadata.agent_id) != EMPTY_TREE:
+        yield from _code_members(git, metadata.agent_id, prefix)
+    data = metadata.model_dump_json(indent=2).encode()
+    info = tarfile.TarInfo(f"{prefix}/metadata.json")
+    info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
+    yield info, (data,)
+
+
+def _code_members(git: GitStore, agent_id: str, prefix: str) -> Iterator[Member]:
     with (
-        git.reading(["archive", "--format=tar", metadata.agent_id]) as out,
+        git.reading(["archive", "--format=tar", agent_id]) as out,
         tarfile.open(fileobj=out, mode="r|") as code,
     ):
         for member in code:
@@ -91,10 +102,6 @@ def _agent_members(git: GitStore, metadata: AgentMetadata, prefix: str) -> Itera
             info.size, info.linkname = member.size, member.linkname
             content = code.extractfile(member) if member.isfile() else None
             yield info, _chunks(content) if content is not None else ()
-    data = metadata.model_dump_json(indent=2).encode()
-    info = tarfile.TarInfo(f"{prefix}/metadata.json")
-    info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
-    yield info, (data,)
 
 
 def _chunks(handle: IO[bytes]) -> Iterator[bytes]:

@@ -21,7 +21,7 @@ from typing import IO
 
 import git
 
-from contracts.errors import NotFoundError, PatchError
+from contracts.errors import InvalidAgentError, NotFoundError, PatchError
 from service.archive.binary_patch import declared_sizes
 from service.archive.limits import AgentLimits, too_large
 from service.archive.storage import git_says_full, storage_full
@@ -33,8 +33,10 @@ IDENTITY = {
     "GIT_COMMITTER_NAME": "Clade",
     "GIT_COMMITTER_EMAIL": "clade@localhost",
 }
-# Seeds get a fixed date so that importing the same code twice yields the same id.
+# Seeds get a fixed date and message, so a seed's id is a function of its code alone: the same
+# code imported twice, under any name, is the same agent.
 SEED_DATE = "2000-01-01T00:00:00+0000"
+SEED_MESSAGE = "seed"
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # Commands whose message on a full disk names no cause (a ref's lock file could not be written):
 # the disk is asked instead. Every other git write says "No space left on device".
@@ -122,14 +124,18 @@ class GitStore:
         return self.stream(["format-patch", "--stdout", "--binary", f"{seed}..{sha}"])
 
     def diff(self, old: str | None, new: str) -> str:
-        """Unified diff from `old` to `new`; from the empty tree for a seed."""
+        """Unified diff from `old` to `new`; from the empty tree for a seed. A text file that is
+        not UTF-8 shows U+FFFD for each byte that is not (binary files come as git's binary patches)."""
         self._require(new)
-        return self._text(["diff", "--binary", "--no-color", old or EMPTY_TREE, new])
+        return self._bytes(["diff", "--binary", "--no-color", old or EMPTY_TREE, new]).decode(
+            errors="replace"
+        )
 
     def patch_series(self, seed: str, sha: str) -> str:
-        """`git format-patch` of every commit after `seed` up to `sha`."""
+        """`git format-patch` of every commit after `seed` up to `sha` (non-UTF-8 text as in `diff`)."""
         self._require(sha)
-        return self._text(["format-patch", "--stdout", "--binary", f"{seed}..{sha}"])
+        series = self._bytes(["format-patch", "--stdout", "--binary", f"{seed}..{sha}"])
+        return series.decode(errors="replace")
 
     def bundle(self, shas: list[str], dest: Path) -> None:
         """A git bundle holding the given agents and all their ancestors."""
@@ -141,21 +147,15 @@ class GitStore:
 
     # -- writing objects ---------------------------------------------------------
 
-    def commit_folder(self, folder: Path, message: str) -> str:
-        """A root commit of the folder's files (its .gitignore is honoured, .git is skipped)."""
+    def commit_folder(self, folder: Path) -> str:
+        """A seed's root commit of the folder's files (its .gitignore is honoured, .git is skipped)."""
         with self._index() as env:
             self._text(["add", "--all", "."], env=env | {"GIT_WORK_TREE": str(folder)}, cwd=folder)
             tree = self._text(["write-tree"], env=env).strip()
             self._admit_objects(Path(env["GIT_OBJECT_DIRECTORY"]))
         if tree == EMPTY_TREE:
-            raise PatchError(f"{folder} holds no files")
-        return self._commit_tree(tree, [], message, date=SEED_DATE)
-
-    def commit_from_repository(self, source: Path, rev: str, message: str) -> str:
-        """The tree of `rev` in another local repository, as a new root commit here."""
-        self._text(["fetch", "--no-tags", "--quiet", str(source), rev])
-        tree = self._text(["rev-parse", "FETCH_HEAD^{tree}"]).strip()
-        return self._commit_tree(tree, [], message, date=SEED_DATE)
+            raise InvalidAgentError("the agent holds no files")
+        return self._commit_tree(tree, [], SEED_MESSAGE, date=SEED_DATE)
 
     def commit_patch(
         self, parent: str, patch: str, message: str, limits: AgentLimits | None = None
@@ -182,6 +182,8 @@ class GitStore:
             tree = self._text(["write-tree"], env=env).strip()
             if tree == str(parent_tree).strip():
                 raise PatchError("patch is empty: the child would be identical to its parent")
+            if tree == EMPTY_TREE:
+                raise PatchError("patch deletes every file: a child must hold an agent")
             if limits is not None:
                 _check_tree(_tree_sizes(self._text(["ls-tree", "-r", "-l", "-z", tree], env=env)), limits)
             sha = self._commit_tree(tree, [parent], message, env=env)
@@ -284,6 +286,14 @@ class GitStore:
         if git_says_full(stderr, self.path, ask_disk=command in SILENT_WHEN_FULL):
             last = stderr.strip().splitlines()[-1] if stderr.strip() else f"git {command} failed"
             raise storage_full(last, self.path.parent)
+
+    def _bytes(self, args: list[str]) -> bytes:
+        status, out, err = self._exec(args, binary=True)
+        if status != 0:
+            self._refuse_if_full(args[0], err)
+            raise GitCommandError(f"git {args[0]} failed ({status}): {err.strip()}")
+        assert isinstance(out, bytes)
+        return out
 
     def _text(self, args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
         status, out, err = self._exec(args, env=env, cwd=cwd)

@@ -69,14 +69,19 @@ class Archive:
     # -- seeds -------------------------------------------------------------------
 
     @refuses_full_disk
-    def import_seed_folder(self, folder: Path, *, name: str | None = None) -> Agent:
-        """Import a folder as a seed (a root commit). Importing the same code again returns it."""
+    def import_seed_folder(self, folder: Path, *, name: str | None = None) -> tuple[Agent, bool]:
+        """Import a folder as a seed (a root commit): (the agent, whether it is new).
+
+        The id is a function of the code alone; the name is metadata. Importing code the
+        archive holds already returns that agent unchanged: it keeps the name it came with first.
+        """
         manifest_path = folder / MANIFEST_FILE
         manifest = parse_manifest(manifest_path.read_bytes() if manifest_path.is_file() else None)
-        label = name or manifest.name or folder.name
-        sha = self.git.commit_folder(folder, f"seed: {label}")
+        label = name or manifest.name
+        sha = self.git.commit_folder(folder)
         with self.sessions.begin() as session:
             agent = session.get(Agent, sha)
+            created = agent is None
             if agent is None:
                 agent = Agent(
                     id=sha,
@@ -90,10 +95,10 @@ class Archive:
                 session.add(Event(kind="seed_imported", payload={"agent_id": sha, "name": label}))
         self.git.ensure_agent_ref(sha)
         self.git.point_head_at(sha)
-        return agent
+        return agent, created
 
     @refuses_full_disk
-    def import_seed_tar(self, source: bytes | IO[bytes], *, name: str | None = None) -> Agent:
+    def import_seed_tar(self, source: bytes | IO[bytes], *, name: str | None = None) -> tuple[Agent, bool]:
         """Unpack a tar (within the limits) into the data dir's scratch space and import it."""
         self.git.tmp_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="clade-seed-", dir=self.git.tmp_dir) as tmp:

@@ -20,8 +20,10 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    TypeDecorator,
     UniqueConstraint,
 )
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 SHA = String(40)
@@ -33,12 +35,35 @@ def utcnow() -> datetime:
 
 
 def as_utc(moment: datetime) -> datetime:
-    """A time read back from the database, with its zone: SQLite drops it, and all were written in UTC."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    """`moment` in UTC; a naive one is taken as UTC already (as SQLite hands back what was written in UTC)."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A moment stored in UTC and read back in UTC, with its offset, on every database.
+
+    SQLite keeps no zone: it stores what it is given as it reads on a UTC clock, and hands it
+    back naive; PostgreSQL's `timestamptz` answers in the connection's zone. Both come back
+    as aware UTC times here, so every time in an answer carries `+00:00`. The column type
+    is unchanged (`DateTime(timezone=True)`), so no migration.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"a naive time cannot be stored (which zone is {value.isoformat()} in?)")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return None if value is None else as_utc(value)
 
 
 class Base(DeclarativeBase):
-    type_annotation_map = {dict[str, Any]: JSON, datetime: DateTime(timezone=True)}
+    type_annotation_map = {dict[str, Any]: JSON, datetime: UTCDateTime()}
 
 
 class Run(Base):

@@ -53,7 +53,7 @@ class World:
         self.archive = Archive(
             git=GitStore(root / "archive.git"), sessions=self.sessions, max_patch_bytes=10**6
         )
-        self.seed = self.archive.import_seed_folder(write_agent(root / "seed", {"x.txt": "0\n"})).id
+        self.seed = self.archive.import_seed_folder(write_agent(root / "seed", {"x.txt": "0\n"}))[0].id
         self.outbox = RecordingDispatcher()
         self.driver = RunDriver(sessions=self.sessions, dispatcher=self.outbox, interval_s=0.1)
         self.catalog = BenchmarkCatalog()

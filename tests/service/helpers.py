@@ -10,6 +10,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+import httpx
 from sqlalchemy import create_engine, func, select
 from sqlalchemy.orm import Session
 
@@ -27,6 +28,24 @@ def open_step_in(database_url: str, *, run_id: str, parent_id: str) -> str:
         step_id = step.id
     engine.dispose()
     return step_id
+
+
+def add_evaluation(database_url: str, *, run_id: str, agent_id: str, evaluation_id: str) -> None:
+    """A pending evaluation, as the driver leaves one for a worker to answer."""
+    engine = create_engine(database_url)
+    with Session(engine) as session:
+        session.add(
+            Evaluation(
+                id=evaluation_id,
+                run_id=run_id,
+                agent_id=agent_id,
+                task_id="clade-mini__textkit-1",
+                stage=0,
+                status="pending",
+            )
+        )
+        session.commit()
+    engine.dispose()
 
 
 def row_counts(database_url: str) -> dict[str, int]:
@@ -192,3 +211,11 @@ def zeros_tar_gz(files: dict[str, int]) -> bytes:
     parts.append(deflate.flush())
     parts.append(struct.pack("<II", crc, length & 0xFFFFFFFF))
     return b"".join(parts)
+
+
+def refusal(response: httpx.Response) -> tuple[list[list[str | int]], str]:
+    """A 422's places and messages: every 422 is a list of issues, each with `loc` and `msg`."""
+    assert response.status_code == 422, response.text
+    issues = response.json()["detail"]
+    assert isinstance(issues, list) and issues, response.text
+    return [issue["loc"] for issue in issues], "; ".join(issue["msg"] for issue in issues)

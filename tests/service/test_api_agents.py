@@ -10,7 +10,15 @@ from pathlib import Path
 
 from tests.helpers import tar_names, tar_of, write_agent
 from tests.servers import AppService
-from tests.service.helpers import CORE, agent_ids, core_patch, open_step_in, row_counts, start_run
+from tests.service.helpers import (
+    CORE,
+    agent_ids,
+    core_patch,
+    open_step_in,
+    refusal,
+    row_counts,
+    start_run,
+)
 
 
 def test_seed_import_and_reimport(service: AppService, seed_id: str, tmp_path: Path) -> None:
@@ -22,7 +30,11 @@ def test_seed_import_and_reimport(service: AppService, seed_id: str, tmp_path: P
     root = write_agent(tmp_path / "again", {"tiny/core.py": CORE})
     with service.admin as client:
         again = client.post("/api/seeds", files={"file": ("a.tgz", tar_of(root))})
-    assert again.status_code == 201 and again.json()["id"] == seed_id
+        renamed = client.post("/api/seeds", files={"file": ("a.tgz", tar_of(root))}, data={"name": "other"})
+    # The id is the code's: the same code again is the same agent (200, not created), first name kept.
+    assert again.status_code == 200 and again.json()["id"] == seed_id
+    assert renamed.status_code == 200 and renamed.json() == again.json()
+    assert renamed.json()["name"] == "tiny"
 
 
 def test_invalid_seed_is_refused_and_writes_nothing(service: AppService, tmp_path: Path) -> None:
@@ -34,11 +46,11 @@ def test_invalid_seed_is_refused_and_writes_nothing(service: AppService, tmp_pat
     before = row_counts(url)
     with service.admin as client:
         missing = client.post("/api/seeds", files={"file": ("a.tgz", tar_of(no_manifest))})
-        assert missing.status_code == 422 and "agent.toml is missing" in missing.json()["detail"]
+        assert refusal(missing) == ([["body", "file"]], "agent.toml is missing at the agent's root")
         field = client.post("/api/seeds", files={"file": ("a.tgz", tar_of(bad_manifest))})
-        assert field.status_code == 422 and "solve" in field.json()["detail"]
+        assert "solve" in refusal(field)[1]
         garbage = client.post("/api/seeds", files={"file": ("a.tgz", b"not a tar at all")})
-        assert garbage.status_code == 422 and "not a tar" in garbage.json()["detail"]
+        assert "not a tar" in refusal(garbage)[1]
     assert row_counts(url) == before
 
 
@@ -91,7 +103,8 @@ def test_refused_patches_write_nothing(service: AppService, seed_id: str) -> Non
     with service.worker as worker:
         stale = core_patch(10, "x").replace("-line 10", "-line 99")
         refused = worker.post(f"/api/worker/steps/{step_id}/child", json={"patch": stale})
-        assert refused.status_code == 422 and "does not apply" in refused.json()["detail"]
+        locs, message = refusal(refused)
+        assert locs == [["body", "patch"]] and "does not apply" in message
         huge = core_patch(10, "x" * (3 * 1024 * 1024))
         too_big = worker.post(f"/api/worker/steps/{step_id}/child", json={"patch": huge})
         assert too_big.status_code == 413

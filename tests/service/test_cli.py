@@ -91,6 +91,15 @@ def test_invalid_config_names_the_field(live_service: ServiceProcess, tmp_path: 
     assert "budget.max_usd" in result.stderr
     missing = clade(service.url, service.data_dir, "run", "start", str(tmp_path / "nope.yaml"))
     assert missing.returncode == 1 and "no such file" in missing.stderr
+    # A refusal of the service's own (not a config field): the same one-line message, naming the part.
+    folder = tmp_path / "no-manifest"
+    folder.mkdir()
+    (folder / "x.py").write_text("x = 1\n")
+    refused = clade(service.url, service.data_dir, "seed", "import", str(folder))
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines() == [
+        "error: POST /api/seeds failed (422): file: agent.toml is missing at the agent's root"
+    ]
 
 
 def test_unreachable_service_is_a_clear_error(tmp_path: Path) -> None:

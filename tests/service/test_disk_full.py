@@ -112,7 +112,7 @@ def test_a_full_disk_is_507_writes_nothing_and_passes_once_space_is_freed(
 def test_a_ref_git_cannot_write_for_want_of_space_is_storage_full(small_disk: Path, tmp_path: Path) -> None:
     """git names no cause when a ref's lock file cannot be written; the disk it is on does."""
     git = GitStore(small_disk / "archive.git")
-    sha = git.commit_folder(write_agent(tmp_path / "agent"), "seed")
+    sha = git.commit_folder(write_agent(tmp_path / "agent"))
     fill_disk(small_disk / "ballast")
     with pytest.raises(StorageFullError, match=f"^{FULL}.*; free space in {small_disk}$"):
         git.set_agent_ref(sha)

@@ -21,7 +21,7 @@ def store(tmp_path: Path) -> GitStore:
 @pytest.fixture
 def seed(store: GitStore, tmp_path: Path) -> str:
     root = write_agent(tmp_path / "seed", {"tiny/core.py": "a\nb\nc\n"})
-    sha = store.commit_folder(root, "seed: tiny")
+    sha = store.commit_folder(root)
     store.set_agent_ref(sha)
     store.point_head_at(sha)
     return sha
@@ -30,7 +30,7 @@ def seed(store: GitStore, tmp_path: Path) -> str:
 def test_seed_import_is_a_root_commit_and_is_deterministic(
     store: GitStore, seed: str, tmp_path: Path
 ) -> None:
-    again = store.commit_folder(write_agent(tmp_path / "seed2", {"tiny/core.py": "a\nb\nc\n"}), "seed: tiny")
+    again = store.commit_folder(write_agent(tmp_path / "seed2", {"tiny/core.py": "a\nb\nc\n"}))
     assert again == seed
     parents = subprocess.run(
         ["git", "--git-dir", str(store.path), "rev-list", "--parents", "-n1", seed],
@@ -46,7 +46,7 @@ def test_seed_skips_git_folder_and_honours_gitignore(store: GitStore, tmp_path: 
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     (root / ".gitignore").write_text("*.log\n")
     (root / "debug.log").write_text("noise")
-    sha = store.commit_folder(root, "seed")
+    sha = store.commit_folder(root)
     names = tar_names(store.archive(sha))
     assert "agent.toml" in names and ".gitignore" in names
     assert not any(name.startswith(".git/") or name == "debug.log" for name in names)

@@ -12,11 +12,19 @@ from sqlalchemy import func, select
 from contracts.errors import NotFoundError
 from service import queries
 from service.api.deps import ArchiveDep, Reader, SessionDep
-from service.api.schemas import AgentDetail, AgentPublic, EvaluationDetail, Page
+from service.api.responses import download, error_responses
+from service.api.routes import CheckedRoute
+from service.api.schemas import MAX_OFFSET, AgentDetail, AgentPublic, EvaluationDetail, Page
 from service.archive.export import agent_metadata, export_agent
 from service.db.models import Agent, Evaluation
 
-router = APIRouter(prefix="/api/agents", tags=["agents"], dependencies=[Reader])
+router = APIRouter(
+    prefix="/api/agents",
+    tags=["agents"],
+    dependencies=[Reader],
+    route_class=CheckedRoute,
+    responses=error_responses(401, 422),
+)
 
 
 def _download(chunks: Iterator[bytes], media_type: str, filename: str) -> StreamingResponse:
@@ -32,7 +40,7 @@ def _download(chunks: Iterator[bytes], media_type: str, filename: str) -> Stream
 def list_agents(
     session: SessionDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     kind: Annotated[str | None, Query(pattern="^(seed|child)$")] = None,
 ) -> Page[AgentPublic]:
     where = [Agent.kind == kind] if kind else []
@@ -48,33 +56,45 @@ def list_agents(
     )
 
 
-@router.get("/{agent_id}")
+@router.get("/{agent_id}", responses=error_responses(404))
 def show_agent(agent_id: str, session: SessionDep) -> AgentDetail:
     return queries.agent_detail(session, agent_id=agent_id)
 
 
-@router.get("/{agent_id}/diff", response_class=PlainTextResponse)
+@router.get("/{agent_id}/diff", response_class=PlainTextResponse, responses=error_responses(404))
 def agent_diff(agent_id: str, session: SessionDep, archive: ArchiveDep) -> str:
     """The agent's change against its parent (a seed's whole code against nothing)."""
     agent = queries.get_agent(session, agent_id=agent_id)
     return archive.git.diff(agent.parent_id, agent.id)
 
 
-@router.get("/{agent_id}/code", response_class=Response)
+@router.get(
+    "/{agent_id}/code",
+    response_class=Response,
+    responses={**download("application/gzip", "The code as tar.gz"), **error_responses(404)},
+)
 def agent_code(agent_id: str, session: SessionDep, archive: ArchiveDep) -> Response:
     queries.get_agent(session, agent_id=agent_id)
     chunks = archive.git.archive_stream(agent_id, fmt="tar.gz", prefix=f"agent-{agent_id[:12]}/")
     return _download(chunks, "application/gzip", f"agent-{agent_id[:12]}-code.tar.gz")
 
 
-@router.get("/{agent_id}/export", response_class=Response)
+@router.get(
+    "/{agent_id}/export",
+    response_class=Response,
+    responses={**download("application/gzip", "Code and metadata.json as tar.gz"), **error_responses(404)},
+)
 def agent_export(agent_id: str, session: SessionDep, archive: ArchiveDep) -> Response:
     """tar.gz of the code plus metadata.json (lineage, scores, run config, models)."""
     metadata = agent_metadata(session, agent_id=agent_id)
     return _download(export_agent(metadata, archive.git), "application/gzip", f"agent-{agent_id[:12]}.tar.gz")
 
 
-@router.get("/{agent_id}/bundle", response_class=Response)
+@router.get(
+    "/{agent_id}/bundle",
+    response_class=Response,
+    responses={**download("application/octet-stream", "A git bundle"), **error_responses(404)},
+)
 def agent_bundle(agent_id: str, session: SessionDep, archive: ArchiveDep) -> Response:
     """A git bundle of the agent's lineage: `git clone agent.bundle` gives its history."""
     queries.get_agent(session, agent_id=agent_id)
@@ -82,7 +102,7 @@ def agent_bundle(agent_id: str, session: SessionDep, archive: ArchiveDep) -> Res
     return _download(chunks, "application/octet-stream", f"agent-{agent_id[:12]}.bundle")
 
 
-@router.get("/{agent_id}/patches", response_class=PlainTextResponse)
+@router.get("/{agent_id}/patches", response_class=PlainTextResponse, responses=error_responses(404))
 def agent_patches(agent_id: str, session: SessionDep, archive: ArchiveDep) -> StreamingResponse:
     """The patch series (git format-patch) from the agent's seed to the agent."""
     lineage = queries.lineage_ids(session, agent_id=queries.get_agent(session, agent_id=agent_id).id)
@@ -90,7 +110,7 @@ def agent_patches(agent_id: str, session: SessionDep, archive: ArchiveDep) -> St
     return StreamingResponse(chunks, media_type="text/plain; charset=utf-8")
 
 
-@router.get("/{agent_id}/evaluations/{evaluation_id}")
+@router.get("/{agent_id}/evaluations/{evaluation_id}", responses=error_responses(404))
 def agent_evaluation(agent_id: str, evaluation_id: str, session: SessionDep) -> EvaluationDetail:
     evaluation = session.get(Evaluation, evaluation_id)
     if evaluation is None or evaluation.agent_id != agent_id:

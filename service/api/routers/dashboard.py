@@ -21,6 +21,8 @@ from starlette.routing import Match
 from starlette.types import Scope
 
 from service.api.deps import Reader
+from service.api.responses import error_responses
+from service.api.routes import CheckedRoute
 
 
 def default_dist() -> Path:
@@ -44,7 +46,13 @@ class ParsedConfig(BaseModel):
     config: dict[str, Any]
 
 
-api = APIRouter(prefix="/api", tags=["dashboard"], dependencies=[Reader])
+api = APIRouter(
+    prefix="/api",
+    tags=["dashboard"],
+    dependencies=[Reader],
+    route_class=CheckedRoute,
+    responses=error_responses(401, 413, 422),
+)
 
 
 @api.post("/dashboard/parse-config")
@@ -101,6 +109,8 @@ def make_pages(dist: Path) -> APIRouter:
 
     @pages.get("/{path:path}")
     def page(path: str) -> Response:
+        if "\x00" in path:  # no file is named so, and the operating system refuses the name
+            raise HTTPException(status.HTTP_404_NOT_FOUND, "not found")
         index = root / "index.html"
         if not index.is_file():
             return HTMLResponse(NOT_BUILT.format(dist=root), status_code=status.HTTP_503_SERVICE_UNAVAILABLE)

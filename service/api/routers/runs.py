@@ -8,13 +8,16 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import PlainTextResponse, StreamingResponse
-from sqlalchemy import func, select
+from sqlalchemy import BigInteger, func, literal, select
 from sqlalchemy.orm import Session
 
 from contracts.config import RunConfig
 from service import lifecycle, queries, runs
 from service.api.deps import AdminOnly, ArchiveDep, Reader, ServicesDep, SessionDep
+from service.api.responses import download, error_responses
+from service.api.routes import CheckedRoute
 from service.api.schemas import (
+    MAX_OFFSET,
     Lineage,
     LiveLineage,
     Page,
@@ -26,15 +29,27 @@ from service.api.schemas import (
     UsagePoint,
 )
 from service.archive.export import agent_metadata, export_top, predictions_jsonl
-from service.db.models import Event, LLMUsage, as_utc
+from service.db.models import Event, LLMUsage
 from service.driver.plan import plan_run
 
-router = APIRouter(prefix="/api/runs", tags=["runs"])
+router = APIRouter(
+    prefix="/api/runs", tags=["runs"], route_class=CheckedRoute, responses=error_responses(401, 422)
+)
+
+
+class JSONLinesResponse(PlainTextResponse):
+    """One JSON document a line (its type documented as such in the OpenAPI document)."""
+
+    media_type = "application/jsonl"
+
+
 Limit = Annotated[int, Query(ge=1, le=1000)]
-Offset = Annotated[int, Query(ge=0)]
+Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET)]
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, dependencies=[AdminOnly])
+@router.post(
+    "", status_code=status.HTTP_201_CREATED, dependencies=[AdminOnly], responses=error_responses(413, 507)
+)
 def create_run(config: RunConfig, session: SessionDep, services: ServicesDep) -> RunDetail:
     plan = plan_run(
         config, catalog=services.catalog, visibility_timeout_s=services.settings.broker_visibility_timeout_s
@@ -50,7 +65,7 @@ def list_runs(session: SessionDep, limit: Limit = 50, offset: Offset = 0) -> Pag
     return Page(items=items, total=total, limit=limit, offset=offset)
 
 
-@router.get("/{run_id}", dependencies=[Reader])
+@router.get("/{run_id}", dependencies=[Reader], responses=error_responses(404))
 def show_run(run_id: str, session: SessionDep) -> RunDetail:
     return queries.run_detail(session, run=queries.get_run(session, run_id=run_id))
 
@@ -66,12 +81,15 @@ def _state_change(action: str) -> Callable[[str, Session], RunDetail]:
 
 
 for _action in lifecycle.RUN_ACTIONS:
-    router.post(f"/{{run_id}}/{_action}", dependencies=[AdminOnly], summary=f"{_action.title()} a run")(
-        _state_change(_action)
-    )
+    router.post(
+        f"/{{run_id}}/{_action}",
+        dependencies=[AdminOnly],
+        summary=f"{_action.title()} a run",
+        responses=error_responses(404, 409, 507),
+    )(_state_change(_action))
 
 
-@router.get("/{run_id}/agents", dependencies=[Reader])
+@router.get("/{run_id}/agents", dependencies=[Reader], responses=error_responses(404))
 def run_agents(
     run_id: str,
     session: SessionDep,
@@ -86,7 +104,10 @@ def run_agents(
 
 
 @router.get(
-    "/{run_id}/lineage", dependencies=[Reader], response_model=None, responses={200: {"model": Lineage}}
+    "/{run_id}/lineage",
+    dependencies=[Reader],
+    response_model=None,
+    responses={200: {"model": Lineage}, **error_responses(404)},
 )
 def run_lineage(run_id: str, session: SessionDep) -> Response:
     """The whole tree of a run (no pagination: a tree needs all its nodes)."""
@@ -94,7 +115,7 @@ def run_lineage(run_id: str, session: SessionDep) -> Response:
     return Response(body, media_type="application/json")
 
 
-@router.get("/{run_id}/usage", dependencies=[Reader])
+@router.get("/{run_id}/usage", dependencies=[Reader], responses=error_responses(404))
 def run_usage(
     run_id: str, session: SessionDep, points: Annotated[int, Query(ge=2, le=2000)] = 200
 ) -> RunUsage:
@@ -122,7 +143,7 @@ def run_usage(
         total.tokens += used
         total.calls += 1
         if (index + 1) % stride == 0 or index == len(rows) - 1:
-            series.append(UsagePoint(at=as_utc(at), usd=usd, tokens=tokens, calls=index + 1))
+            series.append(UsagePoint(at=at, usd=usd, tokens=tokens, calls=index + 1))
     by_purpose = sorted(purposes.values(), key=lambda p: p.usd, reverse=True)
     return RunUsage(run_id=run_id, points=series, by_purpose=by_purpose)
 
@@ -131,7 +152,7 @@ def run_usage(
     "/{run_id}/lineage/live",
     dependencies=[Reader],
     response_model=None,
-    responses={200: {"model": LiveLineage}},
+    responses={200: {"model": LiveLineage}, **error_responses(404)},
 )
 def live_lineage(run_id: str, session: SessionDep) -> Response:
     """What a live view starts from, in one request: the cursor first, then the tree.
@@ -145,14 +166,21 @@ def live_lineage(run_id: str, session: SessionDep) -> Response:
     return Response(json.dumps(body, separators=(",", ":")), media_type="application/json")
 
 
-@router.get("/{run_id}/events", dependencies=[Reader])
+@router.get("/{run_id}/events", dependencies=[Reader], responses=error_responses(404))
 def run_events(
-    run_id: str, session: SessionDep, after: Annotated[int, Query(ge=0)] = 0, limit: Limit = 200
+    run_id: str,
+    session: SessionDep,
+    after: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    limit: Limit = 200,
 ) -> list[dict[str, Any]]:
     """Events after the given id, oldest first: poll with the last id you saw."""
+    # Compared as a 64-bit integer: bound as the 32-bit column, a large `after` fails in PostgreSQL.
     queries.get_run(session, run_id=run_id)
     rows = session.scalars(
-        select(Event).where(Event.run_id == run_id, Event.id > after).order_by(Event.id).limit(limit)
+        select(Event)
+        .where(Event.run_id == run_id, Event.id > literal(after, BigInteger))
+        .order_by(Event.id)
+        .limit(limit)
     )
     return [
         {"id": e.id, "kind": e.kind, "payload": e.payload, "created_at": e.created_at.isoformat()}
@@ -160,7 +188,12 @@ def run_events(
     ]
 
 
-@router.get("/{run_id}/export", dependencies=[Reader], response_class=Response)
+@router.get(
+    "/{run_id}/export",
+    dependencies=[Reader],
+    response_class=Response,
+    responses={**download("application/gzip", "The top agents as one tar.gz"), **error_responses(404)},
+)
 def export_run_top(
     run_id: str,
     session: SessionDep,
@@ -178,16 +211,20 @@ def export_run_top(
     )
 
 
-@router.get("/{run_id}/predictions", dependencies=[Reader], response_class=PlainTextResponse)
+@router.get(
+    "/{run_id}/predictions",
+    dependencies=[Reader],
+    response_class=JSONLinesResponse,
+    responses=error_responses(404),
+)
 def run_predictions(
     run_id: str, session: SessionDep, agent: Annotated[str | None, Query(pattern="^[0-9a-f]{40}$")] = None
-) -> PlainTextResponse:
+) -> JSONLinesResponse:
     """SWE-bench predictions JSONL of one agent's evaluations in this run (default: the best agent)."""
     run = queries.get_run(session, run_id=run_id)
     agent_id = agent or next(iter(queries.top_agents(session, run_id=run_id, k=1)), run.seed_agent_id)
     body = predictions_jsonl(session, run_id=run_id, agent_id=agent_id)
-    return PlainTextResponse(
+    return JSONLinesResponse(
         body,
-        media_type="application/jsonl",
         headers={"Content-Disposition": f'attachment; filename="predictions-{agent_id[:12]}.jsonl"'},
     )

@@ -8,21 +8,32 @@ from fastapi.responses import StreamingResponse
 from contracts.records import ChildSubmission, EvaluationSubmission, StepFailure
 from service import queries
 from service.api.deps import ArchiveDep, SessionDep, WorkerOnly
-from service.api.errors import STORAGE_FULL
+from service.api.responses import download, error_responses
+from service.api.routes import CheckedRoute
 from service.api.schemas import AgentPublic, EvaluationPublic
 from service.results import record_evaluation, reject_step
 
-router = APIRouter(prefix="/api/worker", tags=["worker"], dependencies=[WorkerOnly])
+router = APIRouter(
+    prefix="/api/worker",
+    tags=["worker"],
+    dependencies=[WorkerOnly],
+    route_class=CheckedRoute,
+    responses=error_responses(401, 404, 422),
+)
 
 
-@router.get("/agents/{agent_id}/code", response_class=Response)
+@router.get(
+    "/agents/{agent_id}/code",
+    response_class=Response,
+    responses=download("application/x-tar", "The code as an uncompressed tar"),
+)
 def agent_code(agent_id: str, session: SessionDep, archive: ArchiveDep) -> StreamingResponse:
     """The agent's code as an uncompressed tar (the worker unpacks it into a sandbox mount), streamed."""
     queries.get_agent(session, agent_id=agent_id)
     return StreamingResponse(archive.git.archive_stream(agent_id), media_type="application/x-tar")
 
 
-@router.post("/steps/{step_id}/child", responses=STORAGE_FULL)
+@router.post("/steps/{step_id}/child", responses=error_responses(409, 413, 507))
 def submit_child(step_id: str, body: ChildSubmission, archive: ArchiveDep) -> AgentPublic:
     """Create the step's child from a unified diff against its parent; idempotent by step id."""
     agent = archive.create_child(
@@ -35,7 +46,7 @@ def submit_child(step_id: str, body: ChildSubmission, archive: ArchiveDep) -> Ag
     return AgentPublic.model_validate(agent, from_attributes=True)
 
 
-@router.post("/steps/{step_id}/reject")
+@router.post("/steps/{step_id}/reject", responses=error_responses(409, 413, 507))
 def submit_step_rejection(step_id: str, body: StepFailure, session: SessionDep) -> dict[str, str]:
     step = reject_step(
         session, step_id=step_id, reason=body.reason, diagnosis=body.diagnosis, usage=body.usage
@@ -44,7 +55,7 @@ def submit_step_rejection(step_id: str, body: StepFailure, session: SessionDep) 
     return {"step_id": step.id, "status": step.status}
 
 
-@router.post("/evaluations/{evaluation_id}/result")
+@router.post("/evaluations/{evaluation_id}/result", responses=error_responses(413, 507))
 def submit_result(evaluation_id: str, body: EvaluationSubmission, session: SessionDep) -> EvaluationPublic:
     evaluation = record_evaluation(session, evaluation_id=evaluation_id, submission=body)
     session.commit()

@@ -19,7 +19,7 @@ export type EvaluationPublic = Schemas["EvaluationPublic"];
 export type EvaluationDetail = Schemas["EvaluationDetail"];
 export type EvaluationResult = NonNullable<EvaluationDetail["result"]>;
 export type RunUsage = Schemas["RunUsage"];
-export type ValidationIssue = Schemas["ValidationError"];
+export type ValidationIssue = Schemas["ValidationIssue"];
 
 /** One entry of `/api/runs/{id}/events` (typed loosely by the API). */
 export interface RunEvent {

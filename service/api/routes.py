@@ -1,0 +1,81 @@
+"""The route class of every API router: what no store can keep is refused before the endpoint runs.
+
+A NUL character or a lone surrogate in a path or query parameter, or anywhere in a JSON
+body (keys too), answers 422 at its place; so does a body nested deeper than MAX_JSON_DEPTH.
+PostgreSQL refuses NUL in text and no UTF-8 exists for a lone surrogate, so without this
+such a value surfaces as a 500 from the database or from encoding the answer, on whichever
+column it happens to reach first.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any
+
+from fastapi import Request, Response
+from fastapi.dependencies.models import Dependant
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
+
+from contracts.text import MAX_JSON_DEPTH, json_depth, text_problem, text_problems
+
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+
+def _issue(loc: Iterable[str | int], message: str, kind: str = "unstorable_text") -> dict[str, Any]:
+    return {"loc": list(loc), "msg": message, "type": kind}
+
+
+def _param_issues(kind: str, items: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
+    issues = []
+    for name, value in items:
+        problem = text_problem(value) or text_problem(name)
+        if problem is not None:
+            issues.append(_issue((kind, name.replace("\x00", "\ufffd")), problem))
+    return issues
+
+
+def _body_issues(request: Request, body: bytes) -> list[dict[str, Any]]:
+    content_type = request.headers.get("content-type", "")
+    if content_type.startswith(("multipart/", "application/x-www-form-urlencoded")):
+        return []  # form fields are checked by their own types
+    try:
+        data = json.loads(body)
+    except UnicodeDecodeError:
+        return [_issue(("body",), "the body is not UTF-8 text")]
+    except json.JSONDecodeError:
+        return []  # FastAPI answers it, at the position of the error
+    except RecursionError:
+        return [_issue(("body",), f"the body is nested more than {MAX_JSON_DEPTH} levels deep", "too_deep")]
+    if json_depth(data) > MAX_JSON_DEPTH:
+        return [_issue(("body",), f"the body is nested more than {MAX_JSON_DEPTH} levels deep", "too_deep")]
+    return [_issue(("body", *loc), problem) for loc, problem in text_problems(data)]
+
+
+def _query_names(dependant: Dependant) -> set[str]:
+    names = {param.alias for param in dependant.query_params}
+    for sub in dependant.dependencies:
+        names |= _query_names(sub)
+    return names
+
+
+class CheckedRoute(APIRoute):
+    def get_route_handler(self) -> Handler:
+        handler = super().get_route_handler()
+        query_names = _query_names(self.dependant)
+
+        async def checked(request: Request) -> Response:
+            issues = _param_issues("path", request.path_params.items())
+            # Only the parameters the route reads: FastAPI ignores any other.
+            queried = [(k, v) for k, v in request.query_params.multi_items() if k in query_names]
+            issues += _param_issues("query", queried)
+            if self.body_field is not None:
+                body = await request.body()  # kept on the request: the endpoint reads it again
+                if body:
+                    issues += _body_issues(request, body)
+            if issues:
+                raise RequestValidationError(issues)
+            return await handler(request)
+
+        return checked
