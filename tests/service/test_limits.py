@@ -23,6 +23,7 @@ from tests.service.helpers import (
     core_patch,
     object_count,
     open_step_in,
+    refusal,
     row_counts,
     start_run,
     zeros_tar_gz,
@@ -58,7 +59,8 @@ def _post_seed(service: AppService, data: bytes) -> httpx.Response:
 
 def _refused(response: httpx.Response, status: int, *words: str) -> None:
     assert response.status_code == status, response.text
-    detail = response.json()["detail"]
+    # A 422 is a list of issues (one shape for every 422); other refusals carry one message.
+    detail = refusal(response)[1] if status == 422 else response.json()["detail"]
     assert all(word in detail for word in words), detail
 
 
