@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class Record(BaseModel):
@@ -55,6 +55,16 @@ class EvaluationResult(Record):
     # Why the evaluation could not run at all (no image, no engine...): not the agent's doing.
     infrastructure_failure: str | None = None
     durations: Durations = Field(default_factory=Durations)
+    # Paths of the agent's diff that grading left out as test infrastructure -> the rule.
+    dropped_for_grading: dict[str, str] = Field(default_factory=dict)
+    # Evidence that the test results were forged (then `resolved` is False); None when not.
+    tampered: str | None = None
+
+    @model_validator(mode="after")
+    def _tampered_is_never_resolved(self) -> EvaluationResult:
+        if self.tampered is not None and self.resolved:
+            raise ValueError("a tampered evaluation cannot be resolved")
+        return self
 
 
 class EvaluationSubmission(Record):

@@ -16,6 +16,7 @@ from pathlib import Path
 from benchmarks import Task, TestStatus
 from benchmarks.pytest_grading import (
     GRADER_PYTEST_ARGS,
+    GRADING_FILE,
     PLUGIN_MODULE,
     PLUGIN_SOURCE,
     RESULTS_FILE,
@@ -80,9 +81,11 @@ def run_pytest(repo: Path, results: Path, *args: str) -> subprocess.CompletedPro
     """The grader's command, run on the host (what the sandbox would run)."""
     results.mkdir(exist_ok=True)
     shutil.copyfile(PLUGIN_SOURCE, results / f"{PLUGIN_MODULE}.py")
+    (results / GRADING_FILE).write_text('{"nonce": "test-nonce"}')
     env = {
         **os.environ,
         "PYTHONPATH": str(results),
+        "CLADE_GRADING_FILE": str(results / GRADING_FILE),
         "CLADE_RESULTS_FILE": str(results / RESULTS_FILE),
         "PYTHONDONTWRITEBYTECODE": "1",
     }
@@ -174,12 +177,12 @@ def test_a_run_that_dies_early_has_no_results(tmp_path: Path) -> None:
 def test_unreadable_results_count_as_none(tmp_path: Path) -> None:
     path = tmp_path / RESULTS_FILE
     assert read_results(path) == {}
-    path.write_text('{"version": 1, "tests": {"t.py::a": "WON"}}')
+    path.write_text('{"version": 2, "tests": {"t.py::a": "WON"}}')
     assert read_results(path) == {}
     path.write_text("not json")
     assert read_results(path) == {}
     secret = tmp_path / "host-secret.json"
-    secret.write_text('{"version": 1, "tests": {"t.py::a": "PASSED"}}')
+    secret.write_text('{"version": 2, "tests": {"t.py::a": "PASSED"}}')
     path.unlink()
     path.symlink_to(secret)  # a sandbox must not make the host read its own files
     assert read_results(path) == {}

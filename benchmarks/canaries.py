@@ -1,0 +1,117 @@
+"""Canary tests: one that must fail and one that must pass, added by the grader under fresh names.
+
+They are appended to a test file the task's command runs, named like ordinary tests from
+os.urandom for every grading, so that code under test cannot know them in advance. A
+runner whose reports were rewritten wholesale ("everything passed", "nothing failed")
+turns the must-fail canary into a pass; one that invents results loses the canaries.
+Their statuses are checked, then removed from the statuses the report shows.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks.base import TestStatus
+
+_WORDS = (
+    "accepts", "boundary", "case", "copy", "default", "empty", "format", "handles", "index", "input",
+    "join", "keeps", "key", "large", "limit", "list", "merge", "missing", "mixed", "negative",
+    "nested", "none", "number", "order", "parse", "range", "repeated", "returns", "round", "single",
+    "small", "sorted", "spaces", "split", "string", "trip", "unicode", "update", "value", "zero",
+)  # fmt: skip
+
+
+_TEST_NAME = re.compile(r"^\s*(?:async\s+)?def test_(\w+)", re.MULTILINE)
+
+
+class CanaryError(RuntimeError):
+    """The canaries cannot be placed (the test file is missing or not a regular file)."""
+
+
+@dataclass(frozen=True)
+class Canaries:
+    """The two canaries of one grading, by test function name."""
+
+    must_fail: str
+    must_pass: str
+    test_file: str  # relative to the repository
+
+    @property
+    def names(self) -> tuple[str, str]:
+        return (self.must_fail, self.must_pass)
+
+    def node_id(self, statuses: Mapping[str, TestStatus], name: str) -> str | None:
+        """The reported node id of the canary `name` (its file path depends on pytest's rootdir)."""
+        return next((node for node in statuses if _function(node) == name), None)
+
+    def is_canary(self, node: str) -> bool:
+        return _function(node) in self.names
+
+    def without(self, statuses: Mapping[str, TestStatus]) -> dict[str, TestStatus]:
+        return {node: status for node, status in statuses.items() if not self.is_canary(node)}
+
+
+def plant(repo: Path, test_file: str) -> Canaries:
+    """Append fresh canaries to `repo/test_file`."""
+    path = repo / test_file
+    if path.is_symlink() or not path.is_file() or not path.resolve().is_relative_to(repo.resolve()):
+        raise CanaryError(f"{test_file} is not a regular file in the repository")
+    text = path.read_text(errors="replace")
+    # Words of the file's own test names too, so the canaries look like its neighbours.
+    words = sorted({*_WORDS, *(w for n in _TEST_NAME.findall(text) for w in n.split("_") if w.isalpha())})
+    taken = set()
+    names: list[str] = []
+    while len(names) < 2:
+        name = _fresh_name(words)
+        if name not in taken and name not in text:
+            taken.add(name)
+            names.append(name)
+    a, b, c = (int.from_bytes(os.urandom(2), "big") + 2 for _ in range(3))
+    code = (
+        ("" if text.endswith("\n") or not text else "\n")
+        + f"\n\ndef {names[0]}():\n    assert {a} * {b} == {a * b + c}\n"
+        + f"\n\ndef {names[1]}():\n    assert {a} + {c} == {a + c}\n"
+    )
+    with path.open("a", encoding="utf-8") as out:
+        out.write(code)
+    return Canaries(must_fail=names[0], must_pass=names[1], test_file=test_file)
+
+
+def check(canaries: Canaries, statuses: Mapping[str, TestStatus]) -> str | None:
+    """Why the canaries' statuses show tampering, or None when they are as they must be.
+
+    A canary that is missing is evidence only when its file was collected (no collection
+    error was reported for it): a test module that fails to import loses them honestly.
+    """
+    problems = []
+    for name, expected in ((canaries.must_fail, TestStatus.FAILED), (canaries.must_pass, TestStatus.PASSED)):
+        node = canaries.node_id(statuses, name)
+        which = "must-fail" if expected is TestStatus.FAILED else "must-pass"
+        if node is None:
+            if not _collection_failed(canaries.test_file, statuses):
+                problems.append(f"the {which} canary {name} was never reported")
+        elif statuses[node] is not expected:
+            problems.append(f"the {which} canary {name} was reported {statuses[node].value}")
+    return "; ".join(problems) or None
+
+
+def _collection_failed(test_file: str, statuses: Mapping[str, TestStatus]) -> bool:
+    return any(
+        "::" not in node and node.endswith(test_file.rsplit("/", 1)[-1]) and status is TestStatus.ERROR
+        for node, status in statuses.items()
+    )
+
+
+def _function(node: str) -> str:
+    """`test_x` of `tests/test_a.py::test_x` or `tests/test_a.py::test_x[param]`."""
+    return node.rsplit("::", 1)[-1].split("[", 1)[0]
+
+
+def _fresh_name(words: list[str]) -> str:
+    picks = os.urandom(4)
+    count = 2 + picks[0] % 3
+    return "test_" + "_".join(words[int.from_bytes(os.urandom(2), "big") % len(words)] for _ in range(count))
