@@ -25,7 +25,7 @@ _WORDS = (
 )  # fmt: skip
 
 
-_TEST_NAME = re.compile(r"^\s*(?:async\s+)?def test_(\w+)", re.MULTILINE)
+_TEST_NAME = re.compile(r"^[+\s]*(?:async\s+)?def test_(\w+)", re.MULTILINE)
 
 
 class CanaryError(RuntimeError):
@@ -61,24 +61,29 @@ def plant(repo: Path, test_file: str) -> Canaries:
     if path.is_symlink() or not path.is_file() or not path.resolve().is_relative_to(repo.resolve()):
         raise CanaryError(f"{test_file} is not a regular file in the repository")
     text = path.read_text(errors="replace")
+    canaries, code = write_canaries(test_file, text)
+    with path.open("a", encoding="utf-8") as out:
+        out.write(("" if text.endswith("\n") or not text else "\n") + code)
+    return canaries
+
+
+def write_canaries(test_file: str, context: str) -> tuple[Canaries, str]:
+    """Fresh canaries for `test_file` and their code (to append to it), named unlike anything
+    in `context` (the file's text, or the patch that makes it) but with words of its tests."""
     # Words of the file's own test names too, so the canaries look like its neighbours.
-    words = sorted({*_WORDS, *(w for n in _TEST_NAME.findall(text) for w in n.split("_") if w.isalpha())})
-    taken = set()
+    own_words = {w for n in _TEST_NAME.findall(context) for w in n.split("_") if w.isalpha()}
+    words = sorted({*_WORDS, *own_words})
     names: list[str] = []
     while len(names) < 2:
         name = _fresh_name(words)
-        if name not in taken and name not in text:
-            taken.add(name)
+        if name not in names and name not in context:
             names.append(name)
     a, b, c = (int.from_bytes(os.urandom(2), "big") + 2 for _ in range(3))
     code = (
-        ("" if text.endswith("\n") or not text else "\n")
-        + f"\n\ndef {names[0]}():\n    assert {a} * {b} == {a * b + c}\n"
-        + f"\n\ndef {names[1]}():\n    assert {a} + {c} == {a + c}\n"
+        f"\n\ndef {names[0]}():\n    assert {a} * {b} == {a * b + c}\n"
+        f"\n\ndef {names[1]}():\n    assert {a} + {c} == {a + c}\n"
     )
-    with path.open("a", encoding="utf-8") as out:
-        out.write(code)
-    return Canaries(must_fail=names[0], must_pass=names[1], test_file=test_file)
+    return Canaries(must_fail=names[0], must_pass=names[1], test_file=test_file), code
 
 
 def check(canaries: Canaries, statuses: Mapping[str, TestStatus]) -> str | None:
