@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.base import TestStatus
+from benchmarks.base import BrokenTask, TestStatus
 
 _WORDS = (
     "accepts", "boundary", "case", "copy", "default", "empty", "format", "handles", "index", "input",
@@ -28,8 +28,9 @@ _WORDS = (
 _TEST_NAME = re.compile(r"^[+\s]*(?:async\s+)?def test_(\w+)", re.MULTILINE)
 
 
-class CanaryError(RuntimeError):
-    """The canaries cannot be placed (the test file is missing or not a regular file)."""
+class CanaryError(BrokenTask):
+    """The canaries cannot be placed: the task names no Python test file, or the file is missing
+    or not a regular file."""
 
 
 @dataclass(frozen=True)

@@ -196,7 +196,11 @@ def run_guarded_pytest(
 ) -> GuardedRun:
     """Run pytest `command` (from `spec.workdir`, `repo` mounted there) with the grader's
     plugin, canaries in `canary_file`, and every check of the module docstring."""
-    canaries = plant(repo, canary_file)
+    try:
+        canaries = plant(repo, canary_file)
+    except CanaryError as exc:  # the diff removed the test file, or put a link in its place
+        missing = ExecResult(exit_code=-1, stdout="", stderr=str(exc), duration_s=0.0)
+        return GuardedRun(missing, {}, None, f"the tests were not run: {exc}")
     nonce = os.urandom(16).hex()
     grader = work_dir / "grader"
     results = work_dir / "results"
