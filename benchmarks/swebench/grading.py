@@ -64,6 +64,7 @@ TIMEOUT_LINE = "\n\nTimeout error: {timeout} seconds exceeded."
 EVAL_ENV = {
     "HOME": "/tmp",
     "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONNOUSERSITE": "1",  # no start-up code from a user site folder
     # No network: pip in an eval script fails at once instead of retrying.
     "PIP_NO_INDEX": "1",
     "PIP_DISABLE_PIP_VERSION_CHECK": "1",
