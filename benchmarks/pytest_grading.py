@@ -81,9 +81,17 @@ RESULTS_VERSION = 2
 MAX_RESULTS_BYTES = 20_000_000
 LOG_TAIL_CHARS = 5_000
 PYTEST_TESTS_FAILED = 1  # pytest's ExitCode.TESTS_FAILED
-# Appended to the task's pytest command. Without the last one, one test module that
-# fails to import stops the whole run, and no other test would get a status.
-GRADER_PYTEST_ARGS = ("-p", PLUGIN_MODULE, "-p", "no:cacheprovider", "--continue-on-collection-errors")
+# Appended to the task's pytest command. Without `--continue-on-collection-errors`, one
+# test module that fails to import stops the whole run, and no other test would get a
+# status; `--maxfail=0` undoes a `-x` (the must-fail canary would stop the run).
+GRADER_PYTEST_ARGS = (
+    "-p",
+    PLUGIN_MODULE,
+    "-p",
+    "no:cacheprovider",
+    "--continue-on-collection-errors",
+    "--maxfail=0",
+)
 GRADER_ENV = {
     "PYTHONPATH": GRADER_DIR,
     "CLADE_GRADING_FILE": f"{GRADER_DIR}/{GRADING_FILE}",
