@@ -81,6 +81,7 @@ RESULTS_VERSION = 2
 MAX_RESULTS_BYTES = 20_000_000
 LOG_TAIL_CHARS = 5_000
 PYTEST_TESTS_FAILED = 1  # pytest's ExitCode.TESTS_FAILED
+PYTEST_LAST_EXIT_CODE = 5  # pytest's own exit codes are 0-5 (ExitCode); others are not its verdicts
 # Appended to the task's pytest command. Without `--continue-on-collection-errors`, one
 # test module that fails to import stops the whole run, and no other test would get a
 # status; `--maxfail=0` undoes a `-x` (the must-fail canary would stop the run).
@@ -276,12 +277,14 @@ def verify(
     if results.nonce != nonce:
         return verdict({}, "the results file does not carry this grading's nonce", None)
     if results.exit_status != run.exit_code:
-        return verdict(
-            {},
-            f"the results say the session ended with exit status {results.exit_status}, "
-            f"the test runner exited {run.exit_code}",
-            None,
+        said = (
+            f"the session ended with exit status {results.exit_status}, "
+            f"the test runner exited {run.exit_code}"
         )
+        if not 0 <= run.exit_code <= PYTEST_LAST_EXIT_CODE:
+            # Killed by a signal (the memory limit, say) after the results were written.
+            return verdict({}, None, f"the test runner was killed after its session ended ({said})")
+        return verdict({}, f"the results say {said}", None)
     if run.exit_code == 0:
         return verdict(
             {}, f"the test runner exited 0, although the must-fail canary {canaries.must_fail} runs", None

@@ -274,6 +274,8 @@ def test_no_results_without_exit_0_is_not_resolved_but_not_tampering(tmp_path: P
     assert guarded.untrusted == "no test results (test command exit code 137)"
     interrupted = checked(tmp_path, exit_code=2, exit_status=2)
     assert interrupted.tampered is None and interrupted.untrusted is not None
+    killed = checked(tmp_path, exit_code=137)  # e.g. out of memory after the results were written
+    assert killed.tampered is None and killed.untrusted is not None and "killed" in killed.untrusted
 
 
 def test_the_canaries_run_in_a_real_pytest_and_show_their_outcomes(tmp_path: Path) -> None:
