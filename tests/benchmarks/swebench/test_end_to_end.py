@@ -174,6 +174,15 @@ def test_forged_passes_are_caught(bench: SWEbench, backend: SandboxBackend) -> N
     assert report.tampered is not None and "must-fail canary" in report.tampered
     assert report.reason.startswith("tampered: ")
 
+    # PASSED lines for the graded tests, printed past pytest's capture once it is done.
+    tests = [*wrapkit.meta["FAIL_TO_PASS"], *wrapkit.meta["PASS_TO_PASS"]]
+    lines = "".join(f"PASSED {test}\\n" for test in tests)
+    at_exit = f'\nimport atexit, os\natexit.register(lambda: os.write(1, b"{lines}"))\n'
+    printed = diff_after(wrapkit, append("wrapkit/__init__.py", at_exit))
+    report = grade(bench, backend, "clade-fixtures__wrapkit-1", printed)
+    assert not report.resolved
+    assert report.tampered is not None and "after pytest's final summary" in report.tampered
+
 
 def test_a_patch_that_does_not_apply(bench: SWEbench, backend: SandboxBackend) -> None:
     report = grade(bench, backend, "clade-fixtures__wrapkit-1", STALE_DIFF)
