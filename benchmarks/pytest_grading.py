@@ -25,7 +25,9 @@ control, and calls every disagreement "tampered" (never resolved, with the evide
    file the command runs. A wrong status or a missing canary is tampering.
 4. The runner's own exit status: the must-fail canary makes an honest run exit 1, so an
    exit of 0 (a runner cut short with `os._exit(0)`, or whose outcome was rewritten) is
-   tampering; so is a results file whose session exit status differs from the process's.
+   tampering; so is a results file whose session exit status differs from the process's
+   (unless the process was killed by a signal, e.g. out of memory: then it is only
+   untrusted, "not resolved").
 5. One write: the results folder is watched from the host (inotify, `write_watch.py`)
    until the sandbox is gone: the results file must be created and written once, and
    nothing else may appear there. Rewriting it afterwards (atexit, a leftover process)
@@ -37,10 +39,10 @@ control, and calls every disagreement "tampered" (never resolved, with the evide
 
 What remains possible: code that patches pytest's reporting in the process and knows
 which tests are canaries (by reading the test files at run time and recognising them)
-can still forge a pass that agrees with all of the above. The canaries' fresh names,
-placement among the real tests and unremarkable bodies make that a targeted attack on
-this grader rather than a generic one; it is why verdicts are also re-checked by
-reviewing the diff of an agent whose score jumps.
+can still forge a pass that agrees with all of the above. The canaries' fresh names (with
+words of the file's own tests), place in a real test file and unremarkable bodies make
+that an attack aimed at this grader rather than a generic one, and one that its diff,
+recorded with every evaluation, shows in the open.
 """
 
 from __future__ import annotations
