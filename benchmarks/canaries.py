@@ -46,11 +46,20 @@ class Canaries:
         return (self.must_fail, self.must_pass)
 
     def node_id(self, statuses: Mapping[str, TestStatus], name: str) -> str | None:
-        """The reported node id of the canary `name` (its file path depends on pytest's rootdir)."""
-        return next((node for node in statuses if _function(node) == name), None)
+        """The reported node id of the canary `name`."""
+        return next((node for node in statuses if self._is(node, name)), None)
 
     def is_canary(self, node: str) -> bool:
-        return _function(node) in self.names
+        return any(self._is(node, name) for name in self.names)
+
+    def _is(self, node: str, name: str) -> bool:
+        # A test of the same name in another file is not a canary. The node's path is
+        # relative to pytest's rootdir, which may be below the repository's root.
+        path, _, function = node.rpartition("::")
+        if function != name or not path:
+            return False
+        file = self.test_file
+        return path == file or file.endswith(f"/{path}") or path.endswith(f"/{file}")
 
     def without(self, statuses: Mapping[str, TestStatus]) -> dict[str, TestStatus]:
         return {node: status for node, status in statuses.items() if not self.is_canary(node)}
@@ -110,11 +119,6 @@ def _collection_failed(test_file: str, statuses: Mapping[str, TestStatus]) -> bo
         "::" not in node and node.endswith(test_file.rsplit("/", 1)[-1]) and status is TestStatus.ERROR
         for node, status in statuses.items()
     )
-
-
-def _function(node: str) -> str:
-    """`test_x` of `tests/test_a.py::test_x` or `tests/test_a.py::test_x[param]`."""
-    return node.rsplit("::", 1)[-1].split("[", 1)[0]
 
 
 def _fresh_name(words: list[str]) -> str:

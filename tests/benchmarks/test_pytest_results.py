@@ -306,3 +306,16 @@ def test_the_host_sees_every_write_to_the_results_folder(tmp_path: Path) -> None
         evidence = unexpected_changes(watch.changes())
     assert evidence is not None
     assert "created 1 and written 2 times" in evidence and "create other" in evidence
+
+
+def test_a_real_test_named_like_a_canary_in_another_file_stays() -> None:
+    statuses = {
+        "tests/test_b.py::test_keeps_order": TestStatus.FAILED,  # a real test, same name
+        "tests/test_a.py::test_keeps_order": TestStatus.FAILED,
+        "tests/test_a.py::test_parse_zero": TestStatus.PASSED,
+    }
+    assert check(CANARIES, statuses) is None
+    assert CANARIES.without(statuses) == {"tests/test_b.py::test_keeps_order": TestStatus.FAILED}
+    # pytest's rootdir below the repository's root: node ids are shorter than the path.
+    assert CANARIES.is_canary("test_a.py::test_parse_zero")
+    assert not CANARIES.is_canary("xtest_a.py::test_parse_zero")
