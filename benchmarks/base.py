@@ -10,11 +10,12 @@ import json
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from benchmarks.gitops import apply_patch, patch_paths, reset_paths
+from benchmarks.graded_diff import drop_test_infrastructure
 from sandbox.base import SandboxBackend
 
 DEFAULT_REPO_PATH = "/clade/repo"
@@ -120,6 +121,16 @@ class GradeReport(BaseModel):
     tests_timed_out: bool = False
     log_tail: str = ""
     duration_s: float = 0.0
+    # Paths of the diff left out of grading as test infrastructure -> the rule (graded_diff.py).
+    dropped_for_grading: dict[str, str] = Field(default_factory=dict)
+    # Evidence that the test run's results were forged; a tampered verdict is never resolved.
+    tampered: str | None = None
+
+    @model_validator(mode="after")
+    def _tampered_is_never_resolved(self) -> GradeReport:
+        if self.tampered is not None and self.resolved:
+            raise ValueError("a tampered verdict cannot be resolved")
+        return self
 
 
 def group_reason(
@@ -145,25 +156,43 @@ def unapplied(task: Task, error: str, started: float, note: str = "") -> GradeRe
     )
 
 
-def apply_for_grading(task: Task, repo: Path, diff: str, started: float) -> GradeReport | None:
-    """Apply the agent's `diff` to `repo`, then the task's hidden tests over it (they win over
-    whatever the agent did to the same files). The verdict when either does not apply, else None."""
+class Applied(NamedTuple):
+    """The agent's diff on the repository: the verdict if grading cannot go on, and what of
+    the diff was left out as test infrastructure."""
+
+    refused: GradeReport | None
+    dropped: dict[str, str]
+
+
+def apply_for_grading(task: Task, repo: Path, diff: str, started: float) -> Applied:
+    """Apply the agent's `diff` to `repo`, put back what it did to test infrastructure
+    (`graded_diff.py`), then apply the task's hidden tests over it (they win over whatever
+    the agent did to the same files)."""
     applied = apply_patch(repo, diff)
     if not applied.applied:
-        return unapplied(task, applied.error, started)
-    reset_paths(repo, patch_paths(task.test_patch))
+        return Applied(unapplied(task, applied.error, started), {})
+    hidden = patch_paths(task.test_patch)
+    dropped = drop_test_infrastructure(repo, diff, keep=hidden)
+    reset_paths(repo, hidden)
     tests_applied = apply_patch(repo, task.test_patch)
     if tests_applied.applied:
-        return None
+        return Applied(None, dropped)
     # The test patch applies to the base state (each benchmark's check makes sure), so the
     # agent's diff is in the way, e.g. it replaced a test folder by a symlink.
-    return GradeReport(
+    refused = GradeReport(
         instance_id=task.instance_id,
         resolved=False,
         patch_applied=True,
         reason=f"the hidden tests do not apply over the patch: {tests_applied.error}",
         duration_s=time.monotonic() - started,
+        dropped_for_grading=dropped,
     )
+    return Applied(refused, dropped)
+
+
+def dropped_note(dropped: dict[str, str]) -> str:
+    """The reason's suffix naming what grading left out."""
+    return f"; left out of grading as test infrastructure: {', '.join(dropped)}" if dropped else ""
 
 
 class Benchmark(Protocol):

@@ -1,10 +1,14 @@
 """Pytest plugin that Clade's grader loads inside the grading sandbox.
 
-It records each test's outcome by node id from pytest's own reports and writes
-them as JSON to `$CLADE_RESULTS_FILE` when the session ends. Outcomes never come
-from the test output, so a test that prints "PASSED some_test" cannot fake one.
-The grader copies this file next to the results and loads it with `-p`; it
-imports nothing from Clade and must run on any pytest the task's image has.
+It records each test's outcome by node id from pytest's own reports and writes them
+as JSON, once, to `$CLADE_RESULTS_FILE` when the session ends, with the session's exit
+status and the grading's nonce (from the file `$CLADE_GRADING_FILE` names, read when
+pytest loads this plugin: before any conftest or test module, hence before the code
+under test). Outcomes never come from the test
+output, so a test that prints "PASSED some_test" cannot fake one. The grader loads this
+file with `-p` from a read-only folder; it imports nothing from Clade and must run on
+any pytest the task's image has. What it cannot defend against alone, and what the
+grader checks around it: see `pytest_grading.py`.
 """
 
 from __future__ import annotations
@@ -16,10 +20,22 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pytest
 
-RESULTS_VERSION = 1
+RESULTS_VERSION = 2
 # When one test yields several reports (call, then teardown), the worst one wins.
 _RANK = {"PASSED": 0, "XFAIL": 1, "SKIPPED": 2, "FAILED": 3, "ERROR": 4}
 _outcomes: dict[str, str] = {}
+
+
+def _grading() -> dict[str, str]:
+    path, results = os.environ.get("CLADE_GRADING_FILE"), os.environ.get("CLADE_RESULTS_FILE")
+    if not path or not results:
+        return {}
+    with open(path, encoding="utf-8") as source:
+        data = json.load(source)
+    return {"nonce": str(data["nonce"]), "results": results}
+
+
+_GRADING = _grading()
 
 
 def _record(nodeid: str, status: str) -> None:
@@ -49,9 +65,14 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    path = os.environ.get("CLADE_RESULTS_FILE")
-    if not path:
+    if not _GRADING:
         return
-    data = {"version": RESULTS_VERSION, "exit_status": int(exitstatus), "tests": _outcomes}
-    with open(path, "w", encoding="utf-8") as out:
+    data = {
+        "version": RESULTS_VERSION,
+        "nonce": _GRADING["nonce"],
+        "exit_status": int(exitstatus),
+        "tests": _outcomes,
+    }
+    # "x": created once; a file already there is someone else's, and stays the evidence.
+    with open(_GRADING["results"], "x", encoding="utf-8") as out:
         json.dump(data, out)

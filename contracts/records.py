@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 # Token counts are stored in 32-bit integer columns and summed there, per call (prompt plus
 # completion) and per evaluation: a call reports at most a billion of each, far beyond any
@@ -65,6 +65,16 @@ class EvaluationResult(Record):
     # Why the evaluation could not run at all (no image, no engine...): not the agent's doing.
     infrastructure_failure: str | None = None
     durations: Durations = Field(default_factory=Durations)
+    # Paths of the agent's diff that grading left out as test infrastructure -> the rule.
+    dropped_for_grading: dict[str, str] = Field(default_factory=dict)
+    # Evidence that the test results were forged (then `resolved` is False); None when not.
+    tampered: str | None = None
+
+    @model_validator(mode="after")
+    def _tampered_is_never_resolved(self) -> EvaluationResult:
+        if self.tampered is not None and self.resolved:
+            raise ValueError("a tampered evaluation cannot be resolved")
+        return self
 
 
 def _totals_fit(usage: list[UsageRecord]) -> list[UsageRecord]:

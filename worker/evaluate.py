@@ -139,4 +139,6 @@ def result_from(
         agent_exit_code=exit_code,
         timed_out=timed_out,
         failure=failure,
+        dropped_for_grading=dict(report.dropped_for_grading),
+        tampered=report.tampered,
     )

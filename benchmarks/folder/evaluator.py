@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from benchmarks.base import GradeReport, Task, TestGroupResult, TestStatus, apply_for_grading
+from benchmarks.base import GradeReport, Task, TestGroupResult, TestStatus, apply_for_grading, dropped_note
 from sandbox.base import LABEL_PREFIX, Mount, SandboxBackend, SandboxSpec
 from sandbox.ownership import make_world_writable
 
@@ -67,7 +67,7 @@ def grade_with_evaluator(
 ) -> GradeReport:
     """Grade `diff` against `repo` (a fresh copy of the base state) with the task's evaluator."""
     started = time.monotonic()
-    refused = apply_for_grading(task, repo, diff, started)
+    refused, dropped = apply_for_grading(task, repo, diff, started)
     if refused is not None:
         return refused
     mounts = [Mount(source=repo, target=task.repo_path, read_only=False)]
@@ -108,6 +108,7 @@ def grade_with_evaluator(
         resolved = verdict.resolved
         reason = "resolved" if resolved else "not resolved"
         reason += f": {verdict.reason}" if verdict.reason else ""
+    reason += dropped_note(dropped)
     statuses = dict(verdict.tests) if not isinstance(verdict, str) else {}
     status = TestStatus.PASSED if resolved else TestStatus.FAILED
     expected = list(task.FAIL_TO_PASS)
@@ -125,4 +126,5 @@ def grade_with_evaluator(
         tests_timed_out=run.timed_out,
         log_tail=log[-LOG_TAIL_CHARS:],
         duration_s=time.monotonic() - started,
+        dropped_for_grading=dropped,
     )

@@ -135,7 +135,14 @@ class Polyglot:
             repo = Path(tmp) / "repo"
             self.prepare_repo(task, repo)
             return grade_exercise(
-                task, exercise, repo, diff, backend=backend, image=image, timeout_s=timeout_s
+                task,
+                exercise,
+                repo,
+                diff,
+                backend=backend,
+                image=image,
+                timeout_s=timeout_s,
+                work_dir=Path(tmp),
             )
 
     def _select(self) -> list[Exercise]:

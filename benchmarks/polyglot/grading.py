@@ -4,7 +4,15 @@ Steps, on a fresh copy of the exercise's repository: apply the diff; put every f
 exercise ships, except the solution files, back as it was (so editing, deleting or
 replacing the tests or the build files changes nothing); remove the files the agent
 added that a test runner would pick up; run the test command in a fresh sandbox with
-the repository bind-mounted. Resolved iff the command exits 0 in time.
+the repository bind-mounted. All of these are listed as dropped for grading.
+
+Python runs under the pytest grader's guards (`pytest_grading.run_guarded_pytest`: the
+test-infrastructure rules of `graded_diff.py`, canaries, the results plugin, exit status
+and one-write checks): resolved iff that run is trusted and every test of the exercise's
+test files passed. The other languages are resolved iff the command exits 0 in time;
+there the restored test and build files (`package.json`, `Cargo.toml`, `CMakeLists.txt`,
+`go.mod`, ...) and removed runner files (`*_test.go`, `build.rs`, `jest.config.*`, ...)
+are the guard, as the hidden tests themselves are restored.
 """
 
 from __future__ import annotations
@@ -16,8 +24,10 @@ from pydantic import BaseModel
 
 from benchmarks.base import GradeReport, Task, TestGroupResult, TestStatus, unapplied
 from benchmarks.gitops import apply_patch, git_ok, reset_paths
+from benchmarks.graded_diff import drop_test_infrastructure
 from benchmarks.polyglot.languages import SPECS, LanguageSpec, sandbox_env
 from benchmarks.polyglot.layout import Exercise
+from benchmarks.pytest_grading import GuardedRun, run_guarded_pytest
 from sandbox.base import LABEL_PREFIX, ExecResult, Mount, SandboxBackend, SandboxSpec
 from sandbox.ownership import make_world_writable
 
@@ -43,43 +53,89 @@ def grade_exercise(
     backend: SandboxBackend,
     image: str,
     timeout_s: float,
+    work_dir: Path,
 ) -> GradeReport:
-    """Grade `diff` against `repo`, a fresh copy of the exercise's repository that this changes."""
+    """Grade `diff` against `repo`, a fresh copy of the exercise's repository that this changes;
+    `work_dir` is a private scratch folder."""
     started = time.monotonic()
     applied = apply_patch(repo, diff)
     if not applied.applied:
         return unapplied(task, applied.error, started)
     spec = SPECS[exercise.language]
+    dropped: dict[str, str] = {}
+    if exercise.language == "python":
+        dropped = drop_test_infrastructure(repo, diff, keep=exercise.solution)
     protection = protect(repo, exercise, spec)
+    for path in protection.restored:
+        dropped.setdefault(path, "a file the exercise ships, not its solution: restored as shipped")
+    for path in protection.removed:
+        dropped.setdefault(path, "an added file the test runner would pick up")
     make_world_writable(repo)  # the sandbox user owns none of these host files
-    run = _run_tests(task, repo, spec, backend=backend, image=image, timeout_s=timeout_s)
-    passed = run.exit_code == 0 and not run.timed_out
-    tests = list(task.FAIL_TO_PASS)
-    status = TestStatus.PASSED if passed else TestStatus.FAILED
     command = " ".join(task.test_command)
-    if passed:
-        reason = f"resolved: `{command}` exits 0"
-    elif run.timed_out:
-        reason = f"not resolved: the tests timed out after {timeout_s:g}s"
+    tests = list(task.FAIL_TO_PASS)
+    tampered = None
+    if exercise.language == "python":
+        guarded = _run_python(
+            task, exercise, repo, work_dir, backend=backend, image=image, timeout_s=timeout_s
+        )
+        run, tampered = guarded.run, guarded.tampered
+        by_file = _file_statuses(tests, guarded.statuses)
+        trusted = tampered is None and guarded.untrusted is None
+        passed = trusted and all(status is TestStatus.PASSED for status in by_file.values())
+        if passed:
+            reason = f"resolved: every test of `{command}` passes"
+        elif tampered is not None:
+            reason = f"tampered: {tampered}"
+        elif guarded.untrusted is not None:
+            reason = f"not resolved: {guarded.untrusted}"
+        else:
+            reason = f"not resolved: tests of `{command}` fail"
+        statuses = by_file if trusted else {test: TestStatus.FAILED for test in tests}
     else:
-        reason = f"not resolved: `{command}` exits with code {run.exit_code}"
+        run = _run_tests(task, repo, spec, backend=backend, image=image, timeout_s=timeout_s)
+        passed = run.exit_code == 0 and not run.timed_out
+        if passed:
+            reason = f"resolved: `{command}` exits 0"
+        else:
+            reason = f"not resolved: `{command}` exits with code {run.exit_code}"
+        statuses = {test: TestStatus.PASSED if passed else TestStatus.FAILED for test in tests}
+    if run.timed_out:
+        reason = f"not resolved: the tests timed out after {timeout_s:g}s"
     if protection.restored:
         reason += f"; restored files the patch changed: {', '.join(protection.restored)}"
     if protection.removed:
         reason += f"; removed added files a test runner would use: {', '.join(protection.removed)}"
+    extra = sorted(set(dropped) - {*protection.restored, *protection.removed})
+    if extra:
+        reason += f"; left out of grading as test infrastructure: {', '.join(extra)}"
     log = run.stdout + ("\n" + run.stderr if run.stderr else "")
     return GradeReport(
         instance_id=task.instance_id,
         resolved=passed,
         patch_applied=True,
         reason=reason,
-        test_statuses={test: status for test in tests},
+        test_statuses=statuses,
         FAIL_TO_PASS=TestGroupResult(success=tests if passed else [], failure=[] if passed else tests),
         tests_exit_code=None if run.timed_out else run.exit_code,
         tests_timed_out=run.timed_out,
         log_tail=log[-LOG_TAIL_CHARS:],
         duration_s=time.monotonic() - started,
+        dropped_for_grading=dropped,
+        tampered=tampered,
     )
+
+
+def _file_statuses(test_files: list[str], statuses: dict[str, TestStatus]) -> dict[str, TestStatus]:
+    """Each test file's status, as pytest's exit status 0 would say: FAILED if any of its tests
+    failed or errored (a module that does not import included), or if no test passed at all;
+    a helper module with no tests of its own (paasio's test_utils.py) passes."""
+    any_passed = any(status.ok for status in statuses.values())
+    by_file = {}
+    for test_file in test_files:
+        own = [status for node, status in statuses.items() if node.split("::", 1)[0] == test_file]
+        ok = any_passed and all(status.ok or status is TestStatus.SKIPPED for status in own)
+        by_file[test_file] = TestStatus.PASSED if ok else TestStatus.FAILED
+    return by_file
 
 
 def protect(repo: Path, exercise: Exercise, spec: LanguageSpec) -> Protection:
@@ -99,10 +155,8 @@ def protect(repo: Path, exercise: Exercise, spec: LanguageSpec) -> Protection:
     return Protection(restored=restored, removed=removed)
 
 
-def _run_tests(
-    task: Task, repo: Path, spec: LanguageSpec, *, backend: SandboxBackend, image: str, timeout_s: float
-) -> ExecResult:
-    sandbox_spec = SandboxSpec(
+def _grading_spec(task: Task, repo: Path, image: str) -> SandboxSpec:
+    return SandboxSpec(
         image=image,
         mounts=[Mount(source=repo, target=task.repo_path, read_only=False)],
         workdir=task.repo_path,
@@ -113,7 +167,34 @@ def _run_tests(
         pids=GRADE_PIDS,
         labels={f"{LABEL_PREFIX}.purpose": "grade", f"{LABEL_PREFIX}.task": task.instance_id},
     )
-    sandbox = backend.start(sandbox_spec)
+
+
+def _run_python(
+    task: Task,
+    exercise: Exercise,
+    repo: Path,
+    work_dir: Path,
+    *,
+    backend: SandboxBackend,
+    image: str,
+    timeout_s: float,
+) -> GuardedRun:
+    return run_guarded_pytest(
+        _grading_spec(task, repo, image),
+        task.test_command,
+        repo=repo,
+        canary_file=exercise.tests[0],
+        work_dir=work_dir,
+        backend=backend,
+        timeout_s=timeout_s,
+        env=sandbox_env(SPECS[exercise.language]),
+    )
+
+
+def _run_tests(
+    task: Task, repo: Path, spec: LanguageSpec, *, backend: SandboxBackend, image: str, timeout_s: float
+) -> ExecResult:
+    sandbox = backend.start(_grading_spec(task, repo, image))
     try:
         return sandbox.exec(task.test_command, timeout_s=timeout_s, env=sandbox_env(spec), cwd=task.repo_path)
     finally:

@@ -13,6 +13,18 @@
 4. Read the log with swebench's own `get_logs_eval` (per-test statuses, through the
    instance's log parser) and decide with its own `get_eval_report`. A timeout is
    never resolved: the harness raises on one before it grades.
+
+Against forged verdicts (see `pytest_grading.py` for the threat): after step 2, the
+diff's changes to test infrastructure are put back (`graded_diff.py`; files the test or
+the gold patch change are exempt) and listed with the test files of step 1 as dropped
+for grading. For instances run by pytest (test ids `path.py::name`, a `pytest` command
+in the script), the eval script also appends two canaries to the first FAIL_TO_PASS
+test's file right after the test patch is applied: a must-fail canary reported as
+anything but FAILED, a must-pass one as anything but PASSED, either missing, or a test
+command that exits 0 although the must-fail canary ran, make the verdict "tampered".
+The canaries are then left out of the statuses. The log is still the harness's only
+source of statuses (as in the official harness); autoloaded plugins stay on, since
+some repositories' tests need theirs.
 """
 
 from __future__ import annotations
@@ -25,8 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.base import GradeReport, TestGroupResult, TestStatus, group_reason, unapplied
+from benchmarks.base import GradeReport, TestGroupResult, TestStatus, dropped_note, group_reason, unapplied
+from benchmarks.canaries import Canaries, check, write_canaries
+from benchmarks.diffs import touched_paths
 from benchmarks.gitops import apply_patch
+from benchmarks.graded_diff import drop_test_infrastructure
 from benchmarks.swebench.harness import Harness
 from benchmarks.swebench.patches import graded_patch
 from benchmarks.swebench.tasks import EVAL_DIR, EVAL_SCRIPT, SWEbenchTask
@@ -38,7 +53,12 @@ MODEL_NAME = "clade"
 LOG_NAME = "test_output.txt"
 MAX_LOG_BYTES = 64_000_000
 LOG_TAIL_CHARS = 5_000
+START_MARKER = ">>>>> Start Test Output"
 END_MARKER = ">>>>> End Test Output"
+_CANARY_EOF = "CLADE_CANARIES_EOF"
+_STATUS_LINE = re.compile(r"^(PASSED|FAILED) (\S+)")
+_PYTEST_SESSION_START = re.compile(r"^=+ test session starts =+$")
+_PYTEST_FINAL_LINE = re.compile(r"^=+ .* in [0-9.]+ ?s(econds)?\b.*=+$")
 EXIT_MARKER = ">>>>> Test Exit Code"  # swebench's TEST_EXIT_CODE
 _EXIT_VAR = "CLADE_TEST_EXIT_CODE"
 _EXIT_LINE = re.compile(rf"^{re.escape(EXIT_MARKER)}:\s*(-?\d+)\s*$", re.MULTILINE)
@@ -47,6 +67,7 @@ TIMEOUT_LINE = "\n\nTimeout error: {timeout} seconds exceeded."
 EVAL_ENV = {
     "HOME": "/tmp",
     "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONNOUSERSITE": "1",  # no start-up code from a user site folder
     # No network: pip in an eval script fails at once instead of retrying.
     "PIP_NO_INDEX": "1",
     "PIP_DISABLE_PIP_VERSION_CHECK": "1",
@@ -89,15 +110,26 @@ def grade_task(
     started = time.monotonic()
     graded = graded_patch(diff, test_patch=task.test_patch, gold_patch=task.patch)
     dropped = f"; changes to test files left out: {', '.join(graded.dropped)}" if graded.dropped else ""
+    left_out = dict.fromkeys(graded.dropped, "a test file: the hidden tests replace or ignore it")
     with tempfile.TemporaryDirectory(prefix="clade-swebench-", ignore_cleanup_errors=True) as tmp:
         work = Path(tmp)
         repo = export_base(client, task, work / "export")
         applied = apply_patch(repo, graded.patch)
         if not applied.applied:
             return unapplied(task, applied.error, started, dropped)
+        exempt = {*touched_paths(task.test_patch), *touched_paths(task.patch)}
+        infrastructure = drop_test_infrastructure(repo, graded.patch, keep=exempt)
+        left_out |= infrastructure
+        dropped += dropped_note(infrastructure)
+        script = with_exit_marker(harness.test_spec(task.instance()).eval_script)
+        canaries = None
+        canary_file = pytest_canary_file(task, script)
+        if canary_file is not None:
+            canaries, code = write_canaries(canary_file, task.test_patch)
+            script = with_canaries(script, canary_file, code)
         eval_dir = work / "eval"
         eval_dir.mkdir()
-        (eval_dir / "eval.sh").write_text(with_exit_marker(harness.test_spec(task.instance()).eval_script))
+        (eval_dir / "eval.sh").write_text(script)
         os.chmod(eval_dir, 0o755)
         os.chmod(eval_dir / "eval.sh", 0o644)
         give_to_sandbox_user(repo)
@@ -105,19 +137,89 @@ def grade_task(
         log_path = work / LOG_NAME
         log_path.write_text(run.log)
         report = verdict(task, harness, log_path, model_patch=graded.patch, timed_out=run.timed_out)
+    exit_code = None if run.timed_out else tests_exit_code(run.log)
+    tampered = None
+    if canaries is not None and not run.timed_out:
+        tampered = canary_evidence(canaries, report.test_statuses, exit_code, run.log)
+        report = report.model_copy(update={"test_statuses": canaries.without(report.test_statuses)})
     reason = report.reason
-    if run.timed_out:
+    if tampered is not None:
+        reason = f"tampered: {tampered}"
+    elif run.timed_out:
         reason = f"the tests timed out after {timeout_s:g}s; {reason}"
     elif run.truncated:
         reason = f"{reason}; the test log was cut at {MAX_LOG_BYTES} bytes"
     return report.model_copy(
         update={
+            "resolved": report.resolved and tampered is None,
             "reason": reason + dropped,
-            "tests_exit_code": None if run.timed_out else tests_exit_code(run.log),
+            "tests_exit_code": exit_code,
             "log_tail": run.log[-LOG_TAIL_CHARS:],
             "duration_s": time.monotonic() - started,
+            "dropped_for_grading": left_out,
+            "tampered": tampered,
         }
     )
+
+
+def pytest_canary_file(task: SWEbenchTask, script: str) -> str | None:
+    """The test file that gets the canaries, for instances that pytest runs; else None."""
+    if START_MARKER not in script or "pytest" not in script or not task.FAIL_TO_PASS:
+        return None
+    path, sep, _ = task.FAIL_TO_PASS[0].partition("::")
+    return path if sep and path.endswith(".py") and "'" not in path else None
+
+
+def with_canaries(script: str, test_file: str, code: str) -> str:
+    """`script` appending `code` to `test_file` just before its start marker (after the test
+    patch is applied)."""
+    lines = script.split("\n")
+    for i, line in enumerate(lines):
+        if START_MARKER in line:
+            append = [f"cat >> '{test_file}' <<'{_CANARY_EOF}'", *code.split("\n"), _CANARY_EOF]
+            return "\n".join([*lines[:i], *append, *lines[i:]])
+    return script
+
+
+def canary_evidence(
+    canaries: Canaries, statuses: dict[str, TestStatus], exit_code: int | None, log: str
+) -> str | None:
+    """Why the log of a pytest run shows tampering: a canary wrong or missing, an exit code
+    of 0, or status lines pytest did not print (see `forged_status_lines`)."""
+    wrong = check(canaries, statuses)
+    if wrong is not None:
+        return wrong
+    if exit_code == 0:
+        return f"the test command exited 0, although the must-fail canary {canaries.must_fail} ran"
+    return forged_status_lines(log)
+
+
+def forged_status_lines(log: str) -> str | None:
+    """Status lines that pytest's `-rA` summary cannot have printed: one after pytest's final
+    line ("=== 1 failed, 9 passed in 0.12s ==="), or a test both FAILED and PASSED. With the
+    must-fail canary, a run always has a FAILED line, so swebench 5.x's own check (a non-zero
+    exit with no failure in the log) no longer catches PASSED lines printed after pytest's."""
+    section = log.split(START_MARKER, 1)[-1].split(END_MARKER, 1)[0]
+    # One pytest session per "test session starts" line (a test command may run several).
+    sessions: list[list[str]] = [[]]
+    for line in section.splitlines():
+        if _PYTEST_SESSION_START.match(line.strip()):
+            sessions.append([])
+        sessions[-1].append(line)
+    for lines in sessions:
+        finals = [i for i, line in enumerate(lines) if _PYTEST_FINAL_LINE.match(line.strip())]
+        late = [line for line in lines[finals[-1] + 1 :] if _STATUS_LINE.match(line)] if finals else []
+        if late:
+            return f"status lines after pytest's final summary: {late[0][:200]!r}"
+        seen: dict[str, set[str]] = {}
+        for line in lines:
+            match = _STATUS_LINE.match(line)
+            if match:
+                seen.setdefault(match.group(2), set()).add(match.group(1))
+        both = sorted(test for test, found in seen.items() if {"PASSED", "FAILED"} <= found)
+        if both:
+            return f"the log reports {both[0]} both FAILED and PASSED"
+    return None
 
 
 def run_eval_script(

@@ -152,6 +152,9 @@ class EvaluationPublic(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     finished_at: datetime | None
+    # From the result: grading found the results forged; paths of the diff left out of grading.
+    tampered: bool = False
+    dropped_for_grading: list[str] = Field(default_factory=list)
 
 
 class EvaluationDetail(EvaluationPublic):

@@ -176,6 +176,16 @@ class Evaluation(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None]
 
+    @property
+    def tampered(self) -> bool:
+        """Whether grading found this evaluation's results forged (see EvaluationResult)."""
+        return bool((self.result or {}).get("tampered"))
+
+    @property
+    def dropped_for_grading(self) -> list[str]:
+        """Paths of the agent's diff that grading left out as test infrastructure."""
+        return list((self.result or {}).get("dropped_for_grading") or {})
+
     __table_args__ = (
         UniqueConstraint("run_id", "agent_id", "task_id", name="uq_evaluations_run_agent_task"),
         Index("ix_evaluations_run_agent", "run_id", "agent_id"),

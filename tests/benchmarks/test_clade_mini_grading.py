@@ -42,7 +42,9 @@ def test_gold_patch_resolves(checks: dict[str, TaskCheck], task: Task) -> None:
     assert report.patch_applied
     assert report.FAIL_TO_PASS.success == task.FAIL_TO_PASS
     assert report.PASS_TO_PASS.success == task.PASS_TO_PASS
-    assert report.tests_exit_code == 0
+    assert report.tests_exit_code == 1  # the grader's must-fail canary, and nothing else, failed
+    assert set(report.test_statuses) == {*task.FAIL_TO_PASS, *task.PASS_TO_PASS}  # no canary shown
+    assert report.tampered is None and report.dropped_for_grading == {}
     assert not report.tests_timed_out
 
 

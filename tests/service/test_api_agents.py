@@ -234,3 +234,47 @@ def test_evaluation_result_delivered_twice_is_recorded_once(service: AppService,
                 "model_patch": "--- a/x\n+++ b/x\n",
             }
         ]
+
+
+def test_a_tampered_evaluation_is_never_resolved_and_is_listed_as_tampered(
+    service: AppService, seed_id: str
+) -> None:
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import Session
+
+    from service.db.models import Evaluation
+
+    url = service.env["CLADE_DATABASE_URL"]
+    run_id = start_run(service, seed_id)
+    engine = create_engine(url)
+    with Session(engine) as session:
+        session.add(
+            Evaluation(
+                id="e-forged",
+                run_id=run_id,
+                agent_id=seed_id,
+                task_id="clade-mini__textkit-1",
+                stage=0,
+                status="pending",
+            )
+        )
+        session.commit()
+    engine.dispose()
+    evidence = "the must-fail canary test_keeps_order was reported PASSED"
+    dropped = {"conftest.py": "conftest.py: pytest loads it as a plugin"}
+    forged = {"resolved": True, "tampered": evidence, "dropped_for_grading": dropped}
+    with service.worker as worker:
+        refused = worker.post("/api/worker/evaluations/e-forged/result", json={"result": forged})
+        assert refused.status_code == 422  # a worker cannot record a tampered pass
+        recorded = worker.post(
+            "/api/worker/evaluations/e-forged/result", json={"result": forged | {"resolved": False}}
+        )
+        assert recorded.status_code == 200, recorded.text
+    with service.anonymous as reader:
+        agent = reader.get(f"/api/agents/{seed_id}").json()
+        [row] = [e for run in agent["runs"] for e in run["evaluations"] if e["id"] == "e-forged"]
+        assert row["resolved"] is False and row["tampered"] is True
+        assert row["dropped_for_grading"] == ["conftest.py"]
+        detail = reader.get(f"/api/agents/{seed_id}/evaluations/e-forged").json()
+        assert detail["result"]["tampered"] == evidence
+        assert detail["result"]["dropped_for_grading"] == dropped

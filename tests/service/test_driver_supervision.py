@@ -118,7 +118,8 @@ def wait_for(check: Callable[[], Any], what: str, timeout_s: float = 20.0) -> An
 
 @pytest.fixture
 def driven_service(tmp_path: Path, database_url: str) -> Iterator[AppService]:
-    """The service with its run driver on, ticking fast and going stale after two seconds (a loaded machine may starve one tick)."""
+    """The service with its run driver on, ticking fast and going stale after two seconds (a
+    loaded machine may starve a tick or two)."""
     env = service_env(
         tmp_path / "data",
         database_url,

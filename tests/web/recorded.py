@@ -73,6 +73,7 @@ class Plan:
     rejection: str | None = None  # failed validation: archived, never evaluated
     extra: tuple[str, str] | None = None  # (path, content) of a file it adds
     finished: bool = True  # False: left evaluating, with one result still to come
+    tampered: frozenset[str] = frozenset()  # tasks whose results grading found forged
 
 
 def _solves(*names: str) -> frozenset[str]:
@@ -169,7 +170,7 @@ class Recorded:
         child = str(response.json()["id"])
         self.ids[plan.label], self.files[plan.label] = child, files
         if plan.rejection is None:
-            self.evaluate(child, plan.solves, hold_back=0 if plan.finished else 1)
+            self.evaluate(child, plan.solves, hold_back=0 if plan.finished else 1, tampered=plan.tampered)
         return child
 
     def reject_step(self, parent_label: str, reason: str) -> None:
@@ -180,7 +181,13 @@ class Recorded:
 
     # -- evaluation, as the driver does it -------------------------------------------
 
-    def evaluate(self, agent_id: str, solves: frozenset[str], hold_back: int = 0) -> None:
+    def evaluate(
+        self,
+        agent_id: str,
+        solves: frozenset[str],
+        hold_back: int = 0,
+        tampered: frozenset[str] = frozenset(),
+    ) -> None:
         """Advance the agent stage by stage; `hold_back` results of its first batch stay pending."""
         while True:
             with self.session() as session:
@@ -207,18 +214,18 @@ class Recorded:
                 return  # results still outstanding: left as the plan asked
             send = pending[: len(pending) - hold_back]
             for evaluation_id, task_id in send:
-                self.submit_result(evaluation_id, resolved=task_id in solves)
+                self.submit_result(evaluation_id, resolved=task_id in solves, tampered=task_id in tampered)
             if len(send) < len(pending):
                 return
 
-    def submit_result(self, evaluation_id: str, *, resolved: bool) -> None:
+    def submit_result(self, evaluation_id: str, *, resolved: bool, tampered: bool = False) -> None:
         with self.session() as session:
             evaluation = session.get(Evaluation, evaluation_id)
             assert evaluation is not None
             task_id = evaluation.task_id
         self.attempts += 1
         submission = EvaluationSubmission(
-            result=outcomes.task_result(task_id, resolved=resolved, attempt=self.attempts),
+            result=outcomes.task_result(task_id, resolved=resolved, attempt=self.attempts, tampered=tampered),
             usage=outcomes.solve_usage(self.attempts),
         )
         with self.service.worker as worker:

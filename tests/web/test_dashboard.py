@@ -6,7 +6,8 @@ import re
 from typing import TYPE_CHECKING
 
 from tests.web.conftest import shot
-from tests.web.recorded import PLANS, SECOND_STAGE, SEED_SOLVES, Plan, Recorded
+from tests.web.outcomes import FORGED_EVIDENCE
+from tests.web.recorded import FIRST_STAGE, PLANS, SECOND_STAGE, SEED_SOLVES, Plan, Recorded
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -135,6 +136,28 @@ def test_task_row_opens_to_test_log_and_trajectory(page: Page, archive: Recorded
     expect(detail.locator(".trajectory .message")).to_have_count(7)
     expect(detail.locator(".tool-calls code").first).to_contain_text("cat ")
     expect(row.locator("[data-action=expand]")).to_have_attribute("aria-expanded", "true")
+
+
+def test_forged_results_show_as_tampered_with_the_dropped_files(page: Page, archive: Recorded) -> None:
+    from playwright.sync_api import expect
+
+    forged = frozenset(FIRST_STAGE[:2])
+    child = archive.add_child(
+        Plan("forger", "seed", "Make the tests pass, whatever it takes.", SEED_SOLVES, tampered=forged)
+    )
+    page.goto(f"/agents/{child}?run={archive.run_id}")
+    rows = page.locator("tr.evaluation.verdict-tampered")
+    expect(rows).to_have_count(len(forged))
+    row = rows.first
+    expect(row.locator("td.verdict")).to_contain_text("⚠ tampered")
+    expect(row.locator(".badge.dropped")).to_have_text("1 dropped for grading")
+    row.locator("[data-action=expand]").click()
+    detail = page.locator("tr.evaluation-extra:not([hidden])")
+    expect(detail.locator(".tampered-evidence")).to_contain_text(FORGED_EVIDENCE)
+    expect(detail.locator(".dropped-for-grading li")).to_have_text(
+        ["conftest.py — conftest.py: pytest loads it as a plugin"]
+    )
+    shot(page, "agent-tampered")
 
 
 def test_export_downloads_the_patch_series(page: Page, archive: Recorded) -> None:

@@ -324,18 +324,23 @@ def test_writes_outside_the_workspace_are_refused(
     assert_contained(stack, evaluated, secret=secret, hidden=hidden, well_behaved=well_behaved)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known hole: the agent's code runs inside the grader's pytest process, so it can rewrite "
-    "the results file (benchmarks/pytest_grading.py) after the plugin wrote it",
-)
 def test_a_planted_conftest_cannot_forge_the_verdict(
-    stack: EvaluationStack, tmp_path: Path, task: Task
+    stack: EvaluationStack, tmp_path: Path, task: Task, secret: str, hidden: list[str], well_behaved: Path
 ) -> None:
-    """An agent that fixes nothing but plants a conftest.py rewriting the grader's results file
-    with every test PASSED must not be recorded as resolved."""
+    """An agent that fixes nothing but plants a conftest.py, and the same code in the package
+    under test, both rewriting the grader's results file with every test PASSED, is recorded
+    as not resolved: the conftest is left out of grading, the rewrite is caught as tampering."""
     tests = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
     evaluated = stack.evaluate(hostile(tmp_path, "attack_forge_verdict", targets(tests=tests)))
 
-    assert "+++ b/conftest.py" in evaluated.result.diff
-    assert evaluated.result.resolved is False
+    result = evaluated.result
+    assert "+++ b/conftest.py" in result.diff and "+++ b/textkit/__init__.py" in result.diff
+    assert result.resolved is False
+    assert list(result.dropped_for_grading) == ["conftest.py"]
+    assert result.tampered is not None and "written 2 times" in result.tampered
+    assert result.grade_reason.startswith("tampered: ")
+    # What the dashboard shows comes from the service's record.
+    assert evaluated.detail["result"]["tampered"] == result.tampered
+    # The test gave it the hidden tests' names (the strongest forger): those are not a leak.
+    unseen = [marker for marker in hidden if not any(marker in test for test in tests)]
+    assert_contained(stack, evaluated, secret=secret, hidden=unseen, well_behaved=well_behaved)

@@ -11,6 +11,7 @@ import pytest
 
 from benchmarks import GradeReport, Task, TestStatus, find_task
 from benchmarks.polyglot import FIXTURES_DIR, Polyglot, ToolchainMissing, image_probe
+from benchmarks.pytest_grading import GRADER_DIR, GRADER_PYTEST_ARGS, RESULTS_DIR
 from sandbox.base import SandboxBackend, SandboxSpec
 from tests.benchmarks.local_backend import IMAGE as LOCAL_IMAGE
 from tests.benchmarks.local_backend import LocalBackend
@@ -50,7 +51,9 @@ def test_gold_resolves_and_empty_does_not(
     task = find_task(polyglot, instance_id)
     gold = grade(polyglot, docker, task, task.patch)
     assert gold.resolved, gold.reason + "\n" + gold.log_tail
-    assert gold.patch_applied and gold.tests_exit_code == 0
+    # pytest exits 1 for the grader's must-fail canary, the one failure of an honest run.
+    assert gold.patch_applied and gold.tests_exit_code == 1
+    assert gold.tampered is None and gold.dropped_for_grading == {}
     assert gold.test_statuses == {task.FAIL_TO_PASS[0]: TestStatus.PASSED}
     assert gold.FAIL_TO_PASS.success == task.FAIL_TO_PASS
     assert "passed" in gold.log_tail
@@ -74,7 +77,8 @@ def test_edited_tests_are_restored(
     report = grade(polyglot, docker, task, cheat)
     assert not report.resolved and report.patch_applied
     assert "restored files the patch changed: tide_table_test.py" in report.reason
-    assert "14 failed" in report.log_tail
+    assert "tide_table_test.py" in report.dropped_for_grading
+    assert "15 failed" in report.log_tail  # the 14 tests and the grader's must-fail canary
 
     # Deleting the tests does not help either.
     deleted = grade(
@@ -92,7 +96,7 @@ def test_edited_tests_are_restored(
     )
     report = grade(polyglot, docker, task, solved)
     assert report.resolved, report.reason + "\n" + report.log_tail
-    assert "14 passed" in report.log_tail
+    assert "15 passed" in report.log_tail  # the 14 tests and the grader's must-pass canary
 
 
 @pytest.mark.docker
@@ -108,7 +112,8 @@ def test_added_runner_files_are_removed(
     cheat = agent_diff(polyglot, task, tmp_path, write(path, "import os\nos._exit(0)\n"))
     report = grade(polyglot, docker, task, cheat)
     assert not report.resolved
-    assert f"removed added files a test runner would use: {path}" in report.reason
+    assert path in report.dropped_for_grading
+    assert f"left out of grading as test infrastructure: {path}" in report.reason
 
 
 @pytest.mark.docker
@@ -182,9 +187,11 @@ def test_one_sandbox_per_grade_mounting_the_repository_and_closed(polyglot: Poly
     assert len(backend.started) == 1
     sandbox = backend.started[0]
     assert sandbox.closed
-    assert sandbox.commands == [task.test_command]
-    [mount] = sandbox.spec.mounts
+    assert sandbox.commands == [[*task.test_command, *GRADER_PYTEST_ARGS]]
+    mount, grader, results = sandbox.spec.mounts
     assert mount.target == "/clade/exercises/recipe-scaler" and not mount.read_only
+    assert grader.target == GRADER_DIR and grader.read_only  # the plugin and the nonce
+    assert results.target == RESULTS_DIR and not results.read_only
     assert sandbox.spec.workdir == mount.target and sandbox.spec.network == "none"
     assert sandbox.spec.tmpfs_exec  # compilers run what they build in /tmp
     assert not mount.source.exists()  # the graded copy is gone with its temporary folder

@@ -34,6 +34,14 @@ def gold(instance: Instance) -> Edit:
     return edit
 
 
+def append(path: str, text: str) -> Edit:
+    def edit(repo: Path) -> None:
+        target = repo / path
+        target.write_text(target.read_text() + text)
+
+    return edit
+
+
 def prepend(path: str, text: str) -> Edit:
     def edit(repo: Path) -> None:
         target = repo / path

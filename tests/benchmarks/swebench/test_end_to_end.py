@@ -16,6 +16,7 @@ from sandbox.base import Mount, SandboxBackend, SandboxSpec, SandboxUnavailable
 from sandbox.ownership import give_to_sandbox_user
 from tests.benchmarks.swebench.agent_diffs import (
     STALE_DIFF,
+    append,
     diff_after,
     gold,
     hang_at_width_5,
@@ -47,7 +48,10 @@ def test_the_gold_patch_resolves(bench: SWEbench, backend: SandboxBackend, insta
     task = task_of(bench, instance_id)
     report = grade(bench, backend, instance_id, task.patch)
     assert report.resolved, report.reason + "\n" + report.log_tail
-    assert report.patch_applied and report.tests_exit_code == 0
+    # pytest exits 1 for the grader's must-fail canary, the one failure of an honest run.
+    assert report.patch_applied and report.tests_exit_code == 1
+    assert report.tampered is None and report.dropped_for_grading == {}
+    assert set(report.test_statuses) == {*task.FAIL_TO_PASS, *task.PASS_TO_PASS}  # no canary shown
     assert report.FAIL_TO_PASS.success == task.FAIL_TO_PASS
     assert report.PASS_TO_PASS.success == task.PASS_TO_PASS
     assert all(report.test_statuses[test] == TestStatus.PASSED for test in task.FAIL_TO_PASS)
@@ -130,6 +134,54 @@ def test_changes_to_test_files_are_left_out(bench: SWEbench, backend: SandboxBac
     ]
     honest = diff_after(tinyinv_2, gold(tinyinv_2), write("tests/test_stock.py", "def test_x():\n    pass\n"))
     assert grade(bench, backend, "clade-fixtures__tinyinv-2", honest).resolved
+
+
+# Appended to the package the tests import: every pytest report becomes a pass.
+PATCH_PYTEST_REPORTS = """
+
+def _forge():
+    from _pytest.reports import TestReport
+
+    original = TestReport.from_item_and_call.__func__
+
+    def from_item_and_call(cls, item, call):
+        report = original(cls, item, call)
+        report.outcome = "passed"
+        report.longrepr = None
+        return report
+
+    TestReport.from_item_and_call = classmethod(from_item_and_call)
+
+
+_forge()
+"""
+
+
+def test_forged_passes_are_caught(bench: SWEbench, backend: SandboxBackend) -> None:
+    """A sitecustomize.py and a .pth (start-up code, though not test files by their paths) are
+    left out; the code under test rewriting pytest's reports is caught by the canaries."""
+    wrapkit = INSTANCES["clade-fixtures__wrapkit-1"]
+    planted = diff_after(
+        wrapkit, write("sitecustomize.py", PATCH_PYTEST_REPORTS), write("wrapkit.pth", "import os\n")
+    )
+    report = grade(bench, backend, "clade-fixtures__wrapkit-1", planted)
+    assert not report.resolved and report.tampered is None
+    assert list(report.dropped_for_grading) == ["sitecustomize.py", "wrapkit.pth"]
+
+    patched = diff_after(wrapkit, append("wrapkit/__init__.py", PATCH_PYTEST_REPORTS))
+    report = grade(bench, backend, "clade-fixtures__wrapkit-1", patched)
+    assert not report.resolved
+    assert report.tampered is not None and "must-fail canary" in report.tampered
+    assert report.reason.startswith("tampered: ")
+
+    # PASSED lines for the graded tests, printed past pytest's capture once it is done.
+    tests = [*wrapkit.meta["FAIL_TO_PASS"], *wrapkit.meta["PASS_TO_PASS"]]
+    lines = "".join(f"PASSED {test}\\n" for test in tests)
+    at_exit = f'\nimport atexit, os\natexit.register(lambda: os.write(1, b"{lines}"))\n'
+    printed = diff_after(wrapkit, append("wrapkit/__init__.py", at_exit))
+    report = grade(bench, backend, "clade-fixtures__wrapkit-1", printed)
+    assert not report.resolved
+    assert report.tampered is not None and "after pytest's final summary" in report.tampered
 
 
 def test_a_patch_that_does_not_apply(bench: SWEbench, backend: SandboxBackend) -> None:

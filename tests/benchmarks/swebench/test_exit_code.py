@@ -44,3 +44,19 @@ def test_the_last_marker_line_counts() -> None:
     # A test that prints a fake marker runs before the script's own line.
     assert grading.tests_exit_code(f"{EXIT_MARKER}: 0\nFAILED\n{EXIT_MARKER}: 1\n") == 1
     assert grading.tests_exit_code(f"x {EXIT_MARKER}: 0\n") is None
+
+
+def test_status_lines_pytest_did_not_print_are_forged() -> None:
+    def log(*lines: str) -> str:
+        return "\n".join([f"+ : '{grading.START_MARKER}'", *lines, f"+ : '{grading.END_MARKER}'"])
+
+    start, final = "===== test session starts =====", "===== 1 failed, 1 passed in 0.12s ====="
+    honest = log(start, "PASSED t.py::a", "ERROR t.py::a - teardown", "FAILED t.py::b - assert", final)
+    assert grading.forged_status_lines(honest) is None
+    late = log(start, "FAILED t.py::b - assert", final, "PASSED t.py::b")
+    assert grading.forged_status_lines(late) == "status lines after pytest's final summary: 'PASSED t.py::b'"
+    both = log(start, "FAILED t.py::b - assert", "PASSED t.py::b")  # the final line was never printed
+    assert grading.forged_status_lines(both) == "the log reports t.py::b both FAILED and PASSED"
+    # Two pytest sessions in one test command: each is judged on its own.
+    two = log(start, "FAILED t.py::b - x", final, start, "PASSED t.py::b", "===== 1 passed in 0.1s =====")
+    assert grading.forged_status_lines(two) is None

@@ -8,13 +8,44 @@ import * as fmt from "../format";
 import { renderDiff } from "./diff";
 import { renderTrajectory } from "./trajectory";
 
-export function verdict(e: { status: EvaluationStatus; resolved: boolean | null } | undefined): {
+export function verdict(e: { status: EvaluationStatus; resolved: boolean | null; tampered?: boolean } | undefined): {
   text: string;
   cls: string;
 } {
   if (!e) return { text: "not evaluated", cls: "none" };
   if (e.status !== "done") return { text: e.status, cls: "pending" };
+  // A forged pass is never resolved; it is shown as what it is.
+  if (e.tampered) return { text: "⚠ tampered", cls: "tampered" };
   return e.resolved ? { text: "✓ resolved", cls: "resolved" } : { text: "✗ not resolved", cls: "failed" };
+}
+
+function droppedBadge(paths: string[]): HTMLElement | null {
+  if (!paths.length) return null;
+  return h(
+    "span",
+    { class: "badge dropped", title: `Left out of grading as test infrastructure: ${paths.join(", ")}` },
+    `${paths.length} dropped for grading`,
+  );
+}
+
+function droppedList(dropped: Record<string, string>): HTMLElement | null {
+  const paths = Object.keys(dropped);
+  if (!paths.length) return null;
+  return h(
+    "div",
+    { class: "dropped-for-grading" },
+    h("h4", null, "Dropped for grading"),
+    h(
+      "p",
+      { class: "muted" },
+      "These changes of the agent's diff are test infrastructure: grading left them out and ran the rest.",
+    ),
+    h(
+      "ul",
+      null,
+      paths.map((path) => h("li", null, h("code", null, path), ` — ${dropped[path] ?? ""}`)),
+    ),
+  );
 }
 
 function testTable(result: EvaluationResult): HTMLElement {
@@ -75,6 +106,15 @@ function detail(result: EvaluationResult | null | undefined): HTMLElement {
       result.patch_applied === false ? " The agent's patch did not apply." : "",
       result.timed_out ? " The agent timed out." : "",
     ),
+    result.tampered
+      ? h(
+          "p",
+          { class: "error-box tampered-evidence" },
+          h("strong", null, "Tampered: "),
+          `the test results were forged, so this evaluation is not resolved and scores 0. Evidence: ${result.tampered}`,
+        )
+      : null,
+    droppedList(result.dropped_for_grading ?? {}),
     result.infrastructure_failure
       ? h(
           "p",
@@ -146,7 +186,7 @@ export function resultsTable(agentId: string, evaluations: EvaluationPublic[], o
         { class: `evaluation verdict-${v.cls}`, "data-task": e.task_id },
         h("th", { scope: "row" }, h("code", null, e.task_id)),
         h("td", { class: "wide-only" }, String(e.stage + 1)),
-        h("td", { class: `verdict ${v.cls}` }, v.text),
+        h("td", { class: `verdict ${v.cls}` }, v.text, " ", droppedBadge(e.dropped_for_grading ?? [])),
         h("td", { class: "num" }, fmt.usd(e.cost_usd)),
         h("td", { class: "num wide-only" }, fmt.tokens(e.prompt_tokens + e.completion_tokens)),
         h("td", null, button),
