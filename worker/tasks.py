@@ -34,9 +34,12 @@ RETRY = {
 
 
 def register_tasks(app: Celery, context: Callable[[], WorkerContext]) -> None:
-    """Bind the tasks to `app`; `context` gives the worker's context (built once per process)."""
+    """Bind the tasks to `app`; `context` gives the worker's context (built once per process).
 
-    @app.task(name=IMPROVE_TASK, bind=True, **RETRY)  # type: ignore[untyped-decorator]
+    `shared=False`: a shared task is added to every Celery app finalized later in the process,
+    so a second app (a test's, an embedded worker's) would run the first app's context."""
+
+    @app.task(name=IMPROVE_TASK, bind=True, shared=False, **RETRY)  # type: ignore[untyped-decorator]
     def improve_task(self: Task, job: dict[str, Any]) -> str:
         parsed = ImproveJob.model_validate(job)
         try:
@@ -46,7 +49,7 @@ def register_tasks(app: Celery, context: Callable[[], WorkerContext]) -> None:
         log.info("step %s: %s", parsed.step_id, outcome)
         return outcome
 
-    @app.task(name=EVALUATE_TASK, bind=True, **RETRY)  # type: ignore[untyped-decorator]
+    @app.task(name=EVALUATE_TASK, bind=True, shared=False, **RETRY)  # type: ignore[untyped-decorator]
     def evaluate_task(self: Task, job: dict[str, Any]) -> str:
         parsed = EvaluateJob.model_validate(job)
         try:
