@@ -139,6 +139,12 @@ def load_benchmark(catalog: BenchmarkCatalog, config: BenchmarkConfig) -> Benchm
         raise ConfigFieldError("benchmark.options", f"{config.name} cannot load: {exc}") from exc
 
 
+def _some(names: list[str], shown: int = 10) -> str:
+    """The first names, and how many more: a refusal stays readable whatever the list's length."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
 def _stages(config: RunConfig, catalog: BenchmarkCatalog) -> tuple[StagePlan, ...]:
     benchmark = load_benchmark(catalog, config.benchmark)
     all_ids = [task.instance_id for task in benchmark.tasks()]
@@ -147,10 +153,10 @@ def _stages(config: RunConfig, catalog: BenchmarkCatalog) -> tuple[StagePlan, ..
     stages: list[StagePlan] = []
     for index, stage in enumerate(config.stages):
         if stage.tasks is not None:
-            unknown = [task for task in stage.tasks if task not in known]
+            unknown = list(dict.fromkeys(task for task in stage.tasks if task not in known))
             if unknown:
                 raise ConfigFieldError(
-                    f"stages.{index}.tasks", f"unknown task(s) of {benchmark.name}: {', '.join(unknown)}"
+                    f"stages.{index}.tasks", f"unknown task(s) of {benchmark.name}: {_some(unknown)}"
                 )
             ids = list(dict.fromkeys(stage.tasks))
         elif stage.subset is not None:

@@ -178,3 +178,13 @@ def test_a_stored_run_gives_back_the_same_plan(catalog: BenchmarkCatalog) -> Non
     assert again.stages == plan.stages and again.config == plan.config
     assert isinstance(again.strategy, Best) and again.time_limits == plan.time_limits
     assert stored_plan(run) is again  # built once per run
+
+
+def test_a_long_list_of_unknown_tasks_is_named_briefly(catalog: BenchmarkCatalog) -> None:
+    """A hundred thousand wrong ids give a readable refusal: each id once, the first ten, a count."""
+    wrong = [f"clade-mini__nope-{n % 50}" for n in range(100_000)]
+    with pytest.raises(ConfigFieldError) as caught:
+        plan_run(config(stages=[{"tasks": wrong}]), catalog=catalog, visibility_timeout_s=VISIBILITY_S)
+    message = str(caught.value)
+    assert "clade-mini__nope-0, clade-mini__nope-1," in message
+    assert message.endswith("and 40 more") and len(message) < 500
