@@ -184,11 +184,25 @@ class GitStore:
                 raise PatchError("patch is empty: the child would be identical to its parent")
             if tree == EMPTY_TREE:
                 raise PatchError("patch deletes every file: a child must hold an agent")
+            listing = self._text(["ls-tree", "-r", "-l", "-z", tree], env=env)
+            self._check_links(_entries(listing), env)
             if limits is not None:
-                _check_tree(_tree_sizes(self._text(["ls-tree", "-r", "-l", "-z", tree], env=env)), limits)
+                _check_tree(_tree_sizes(listing), limits)
             sha = self._commit_tree(tree, [parent], message, env=env)
             self._admit_objects(Path(env["GIT_OBJECT_DIRECTORY"]))
         return sha, tree
+
+    def _check_links(self, entries: list[tuple[str, str, str]], env: dict[str, str]) -> None:
+        """A child holds files, folders and links within itself, as a seed does (whose tar may hold
+        no link at all): a link leading out of the tree would make whoever unpacks the agent read
+        or write outside it, and a submodule has no content in the archive."""
+        for mode, sha, path in entries:
+            if mode == "160000":
+                raise PatchError(f"{path}: a submodule cannot be part of an agent")
+            if mode == "120000":
+                target = self._text(["cat-file", "blob", sha], env=env)
+                if _link_escapes(path, target):
+                    raise PatchError(f"{path}: a link leading out of the agent ({target[:200]!r})")
 
     # -- writing refs ------------------------------------------------------------
 
@@ -301,6 +315,32 @@ class GitStore:
             self._refuse_if_full(args[0], err)
             raise GitCommandError(f"git {args[0]} failed ({status}): {err.strip()}")
         return str(out)
+
+
+def _entries(listing: str) -> list[tuple[str, str, str]]:
+    """(mode, object, path) of each entry in `git ls-tree -r -z` output."""
+    entries: list[tuple[str, str, str]] = []
+    for entry in listing.split("\0"):
+        if entry:
+            info, _, path = entry.partition("\t")
+            mode, _kind, sha = info.split()[:3]
+            entries.append((mode, sha, path))
+    return entries
+
+
+def _link_escapes(path: str, target: str) -> bool:
+    """Whether a link at `path` pointing at `target` leads outside the agent's tree."""
+    if target.startswith("/"):
+        return True
+    depth = path.count("/")  # folders above the link, inside the tree
+    for part in target.split("/"):
+        if part == "..":
+            depth -= 1
+            if depth < 0:
+                return True
+        elif part not in ("", "."):
+            depth += 1
+    return False
 
 
 def _tree_sizes(listing: str) -> list[tuple[str, int]]:

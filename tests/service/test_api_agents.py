@@ -8,6 +8,8 @@ import subprocess
 import tarfile
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import tar_names, tar_of, write_agent
 from tests.servers import AppService
 from tests.service.helpers import (
@@ -117,6 +119,42 @@ def test_refused_patches_write_nothing(service: AppService, seed_id: str) -> Non
         check=True,
     ).stdout.split()
     assert refs == [f"refs/heads/agents/{seed_id}"]
+
+
+def link_patch(path: str, target: str, mode: str = "120000") -> str:
+    """A patch adding a symbolic link (or, with mode 160000, a submodule) at `path`."""
+    content = target if mode == "120000" else f"Subproject commit {target}"
+    return (
+        f"diff --git a/{path} b/{path}\nnew file mode {mode}\n--- /dev/null\n+++ b/{path}\n"
+        f"@@ -0,0 +1 @@\n+{content}\n\\ No newline at end of file\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("patch", "named"),
+    [
+        (link_patch("link", "/etc/passwd"), "link"),
+        (link_patch("tiny/up", "../../outside"), "tiny/up"),
+        (link_patch("sub", "1234567890123456789012345678901234567890", mode="160000"), "sub"),
+    ],
+    ids=["absolute-link", "link-climbing-out", "submodule"],
+)
+def test_a_child_whose_links_lead_out_of_it_is_refused(
+    service: AppService, seed_id: str, patch: str, named: str
+) -> None:
+    """Links that would make whoever unpacks the agent reach outside it are refused, as in seeds."""
+    url = service.env["CLADE_DATABASE_URL"]
+    step_id = open_step_in(url, run_id=start_run(service, seed_id), parent_id=seed_id)
+    before, agents_before = row_counts(url), agent_ids(url)
+    with service.worker as worker:
+        locs, message = refusal(worker.post(f"/api/worker/steps/{step_id}/child", json={"patch": patch}))
+        assert locs == [["body", "patch"]] and message.startswith(f"{named}: ")
+        inside = worker.post(
+            f"/api/worker/steps/{step_id}/child", json={"patch": link_patch("tiny/l", "core.py")}
+        )
+        assert inside.status_code == 200, inside.text  # a link within the agent is an ordinary file
+    assert row_counts(url)["agents"] == before["agents"] + 1
+    assert agent_ids(url) - agents_before == {inside.json()["id"]}
 
 
 def test_step_rejection_is_recorded_with_reason(service: AppService, seed_id: str) -> None:
