@@ -33,6 +33,7 @@ from contracts.celery_app import QUEUE
 from contracts.settings import Settings
 from service.db.models import Evaluation, LLMUsage, Run, Step
 from service.driver.loop import DriverState
+from service import lifecycle
 from service.lifecycle import EvaluationStatus, RunStatus, StepStatus
 
 log = logging.getLogger("clade.metrics")
@@ -95,6 +96,11 @@ class ServiceMetrics:
             ["purpose", "model"],
             registry=self.registry,
         )
+        # Every label value shown from the start at zero, so a dashboard never meets an absent series.
+        for step_status in lifecycle.STEP_FINISHED:
+            self.step_duration.labels(status=step_status)
+        for outcome in ("resolved", "unresolved", "infrastructure_failure"):
+            self.evaluation_duration.labels(outcome=outcome)
         self.registry.register(_StateCollector(settings, sessions, driver_state))
         event.listen(sessions, "after_flush", self._after_flush)
         event.listen(sessions, "after_commit", self._after_commit)
