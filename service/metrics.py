@@ -31,9 +31,9 @@ from sqlalchemy.orm.attributes import instance_state
 
 from contracts.celery_app import QUEUE
 from contracts.settings import Settings
+from service import lifecycle
 from service.db.models import Evaluation, LLMUsage, Run, Step
 from service.driver.loop import DriverState
-from service import lifecycle
 from service.lifecycle import EvaluationStatus, RunStatus, StepStatus
 
 log = logging.getLogger("clade.metrics")
