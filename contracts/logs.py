@@ -82,6 +82,7 @@ def configure_logging(log_format: LogFormat, *, process: str, level: int = loggi
     handler.addFilter(IdsFilter())
     if log_format == "json":
         handler.setFormatter(JsonFormatter(process))
+        logging.captureWarnings(True)  # warnings too, as lines of the "py.warnings" logger
     else:
         handler.setFormatter(logging.Formatter(TEXT_FORMAT))
     root = logging.getLogger()

@@ -51,8 +51,11 @@ def run_worker(settings: Settings, *, concurrency: int, name: str | None = None)
     if removed:
         log.warning("removed %d sandboxes a previous worker left behind", len(removed))
     app = make_worker_app(settings, owner)
+    # In JSON mode Celery's banner (plain text on stdout) is left out: every line is JSON.
+    quiet = ["--quiet"] if settings.log_format == "json" else []
     app.worker_main(
         [
+            *quiet,
             "worker",
             f"--concurrency={concurrency}",
             "--pool=prefork",
