@@ -26,7 +26,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import event, func, select
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session, SessionTransaction, sessionmaker
 from sqlalchemy.orm.attributes import instance_state
 
 from contracts.celery_app import QUEUE
@@ -104,7 +104,7 @@ class ServiceMetrics:
         self.registry.register(_StateCollector(settings, sessions, driver_state))
         event.listen(sessions, "after_flush", self._after_flush)
         event.listen(sessions, "after_commit", self._after_commit)
-        event.listen(sessions, "after_rollback", self._after_rollback)
+        event.listen(sessions, "after_transaction_end", self._after_transaction_end)
 
     def _after_flush(self, session: Session, _context: Any) -> None:
         pending: _Pending = session.info.setdefault(_PENDING_KEY, _Pending())
@@ -136,8 +136,9 @@ class ServiceMetrics:
             self.llm_tokens.labels(purpose=purpose, model=model, kind="completion").inc(completion)
             self.llm_cost.labels(purpose=purpose, model=model).inc(cost)
 
-    def _after_rollback(self, session: Session) -> None:
-        session.info.pop(_PENDING_KEY, None)
+    def _after_transaction_end(self, session: Session, transaction: SessionTransaction) -> None:
+        if transaction.parent is None:  # rolled back or closed uncommitted: nothing happened
+            session.info.pop(_PENDING_KEY, None)
 
 
 def _finished_now(obj: Step | Evaluation, *starts: str) -> float | None:
