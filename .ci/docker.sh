@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Makes sure a Docker engine answers and debootstrap is present (for building the
-# sandbox base image). Idempotent; run as root on Debian bookworm.
+# sandbox base image), and a compose tool for .ci/compose-check.sh (Debian's docker-compose
+# where the plugin is missing). Idempotent; run as root on Debian bookworm.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
 need=()
 command -v dockerd >/dev/null || need+=(docker.io)
 command -v debootstrap >/dev/null || need+=(debootstrap)
+docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null || need+=(docker-compose)
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -q
   apt-get install -y -q "${need[@]}"

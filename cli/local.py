@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 from urllib.parse import urlparse
 
 import typer
 
+from contracts.logs import configure_logging
 from contracts.settings import get_settings
 
 if TYPE_CHECKING:
@@ -34,13 +38,23 @@ def serve(
 ) -> None:
     """Run the service: REST API, archive and run driver."""
     import uvicorn
+    from uvicorn.config import LOGGING_CONFIG
 
     from service.api.app import create_app
 
     settings = get_settings()
     where = urlparse(settings.service_url)
+    # JSON lines: uvicorn's own loggers pass their records to the root's JSON handler (log_config=None).
+    json_logs = settings.log_format == "json"
+    if json_logs:
+        configure_logging("json", process="service")
     app = create_app(settings)
-    uvicorn.run(app, host=host or where.hostname or "127.0.0.1", port=port or where.port or 8420)
+    uvicorn.run(
+        app,
+        host=host or where.hostname or "127.0.0.1",
+        port=port or where.port or 8420,
+        log_config=None if json_logs else LOGGING_CONFIG,
+    )
 
 
 def worker(
@@ -48,9 +62,20 @@ def worker(
     name: Annotated[str | None, typer.Option(help="Worker name [default: host name]")] = None,
 ) -> None:
     """Run a worker: needs CLADE_BROKER_URL, CLADE_SERVICE_URL, CLADE_WORKER_TOKEN, CLADE_LLM_BASE_URL."""
+    settings = get_settings()
+    if settings.worker_metrics_port is not None:
+        prepare_multiprocess_metrics(settings.worker_metrics_dir)
     from worker.main import run_worker
 
-    run_worker(get_settings(), concurrency=concurrency, name=name)
+    run_worker(settings, concurrency=concurrency, name=name)
+
+
+def prepare_multiprocess_metrics(folder: Path) -> None:
+    """prometheus-client's multiprocess mode has one switch, this variable, read when it is first
+    imported: set here, before the worker's modules import it. Old processes' files are removed."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
 
 
 def up(concurrency: Annotated[int, typer.Option(min=1, help="Worker task slots")] = 2) -> None:

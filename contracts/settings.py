@@ -13,6 +13,7 @@ import os
 import secrets
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -60,6 +61,10 @@ class Settings(BaseSettings):
     socket_dir: Path = Path("/tmp")
     # Rootfs, wheels and the agent runtime (bind-mounted into sandboxes); default ~/.cache/clade/images
     image_cache_dir: Path | None = None
+    # "json": one JSON object a line, with the run, step or evaluation id (contracts/logs.py).
+    log_format: Literal["text", "json"] = "text"
+    # A worker serves Prometheus metrics on this port (all interfaces); None: no metrics server.
+    worker_metrics_port: int | None = Field(default=None, ge=1, le=65535)
 
     @property
     def archive_path(self) -> Path:
@@ -90,6 +95,11 @@ class Settings(BaseSettings):
     @property
     def broker_folder(self) -> Path:
         return self.data_dir / "broker"
+
+    @property
+    def worker_metrics_dir(self) -> Path:
+        """prometheus-client's multiprocess files: one per worker process, summed when scraped."""
+        return self.data_dir / "worker-metrics"
 
     def with_tokens(self) -> Settings:
         """Fill unset tokens from the data directory's secrets file, creating it once."""

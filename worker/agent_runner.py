@@ -108,6 +108,7 @@ def run_agent(ctx: WorkerContext, run: AgentRun) -> AgentOutcome:
             diff, failure = "", str(exc)
         trajectory = _trajectory(ws.read_output("trajectory.json", MAX_TRAJECTORY_BYTES))
         calls = gateway.calls
+        ctx.metrics.count_calls(calls)
     if result.timed_out:
         failure = f"the agent was killed after its time limit of {run.timeout_s:g}s"
     elif result.exit_code != 0:

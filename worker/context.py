@@ -14,6 +14,7 @@ from contracts.settings import Settings
 from sandbox.base import SandboxBackend
 from sandbox.registry import get_backend
 from worker.llm import PriceTable, Upstream, UpstreamConfig, load_price_table, make_upstream
+from worker.metrics import TimedBackend, WorkerMetrics
 from worker.service_client import ServiceClient
 
 log = logging.getLogger("clade.worker")
@@ -81,25 +82,28 @@ class WorkerContext:
     prices: PriceTable
     secrets: list[str]
     catalog: BenchmarkCatalog = field(default_factory=BenchmarkCatalog)
+    metrics: WorkerMetrics = field(default_factory=WorkerMetrics)
 
     @property
     def work_dir(self) -> Path:
         return self.settings.data_dir / "work"
 
 
-def build_context(settings: Settings, *, owner: str) -> WorkerContext:
+def build_context(settings: Settings, *, owner: str, metrics: WorkerMetrics | None = None) -> WorkerContext:
     if settings.worker_token is None:
         raise ValueError("the worker needs CLADE_WORKER_TOKEN (the service's worker token)")
     if not settings.llm_base_url:
         raise ValueError("the worker needs CLADE_LLM_BASE_URL: an OpenAI-compatible endpoint")
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
     upstream = make_upstream(UpstreamConfig(base_url=settings.llm_base_url, api_key=settings.llm_api_key))
+    metrics = metrics or WorkerMetrics()
     return WorkerContext(
         settings=settings,
         client=ServiceClient(settings.service_url, settings.worker_token.get_secret_value()),
-        backend=get_backend(settings.sandbox_backend, owner=owner),
+        backend=TimedBackend(get_backend(settings.sandbox_backend, owner=owner), metrics),
         images=ImageProvider(settings.image_cache_dir),
         upstream=upstream,
         prices=load_price_table(settings.price_table_path),
         secrets=[key] if key else [],
+        metrics=metrics,
     )

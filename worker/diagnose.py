@@ -65,6 +65,7 @@ def diagnose(ctx: WorkerContext, job: ImproveJob, parent_code: bytes) -> Diagnos
             ],
         }
     )
+    ctx.metrics.count_calls(chat.calls)
     if reply.status != 200:
         message = reply.payload.get("error", {}).get("message", "unknown error")
         raise DiagnosisFailed(f"the diagnosis model answered {reply.status}: {message}", chat.calls)

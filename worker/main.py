@@ -2,6 +2,7 @@
 
 It needs only the broker URL, the service URL and the worker token (and an LLM
 endpoint). At start it removes sandboxes a previous worker of this machine left.
+With `CLADE_WORKER_METRICS_PORT` it serves Prometheus metrics there (worker/metrics.py).
 """
 
 from __future__ import annotations
@@ -13,34 +14,48 @@ from functools import lru_cache
 from celery import Celery
 
 from contracts.celery_app import make_celery
+from contracts.logs import configure_logging
 from contracts.settings import Settings
 from sandbox.registry import get_backend
 from worker.context import WorkerContext, build_context
+from worker.metrics import WorkerMetrics, multiprocess_mode, serve_multiprocess
 from worker.tasks import register_tasks
 
 log = logging.getLogger("clade.worker")
 
 
-def make_worker_app(settings: Settings, owner: str) -> Celery:
+def make_worker_app(settings: Settings, owner: str, metrics: WorkerMetrics | None = None) -> Celery:
     app = make_celery(settings)
+    metrics = metrics or WorkerMetrics()
 
     @lru_cache(maxsize=1)
     def context() -> WorkerContext:
-        return build_context(settings, owner=owner)
+        return build_context(settings, owner=owner, metrics=metrics)
 
-    register_tasks(app, context)
+    register_tasks(app, context, metrics)
     return app
 
 
 def run_worker(settings: Settings, *, concurrency: int, name: str | None = None) -> None:
-    logging.basicConfig(level=logging.INFO, format="[%(asctime)s: %(levelname)s/%(name)s] %(message)s")
+    configure_logging(settings.log_format, process="worker")
+    if settings.worker_metrics_port is not None:
+        if not multiprocess_mode():
+            raise RuntimeError(
+                "worker metrics need PROMETHEUS_MULTIPROC_DIR set before prometheus-client is imported"
+                " (`clade worker` sets it)"
+            )
+        serve_multiprocess(settings.worker_metrics_port, settings.worker_metrics_dir)
+        log.info("metrics at http://0.0.0.0:%d/metrics", settings.worker_metrics_port)
     owner = f"worker-{name or socket.gethostname()}"
     removed = get_backend(settings.sandbox_backend, owner=owner).remove_orphans(owner)
     if removed:
         log.warning("removed %d sandboxes a previous worker left behind", len(removed))
     app = make_worker_app(settings, owner)
+    # In JSON mode Celery's banner (plain text on stdout) is left out: every line is JSON.
+    quiet = ["--quiet"] if settings.log_format == "json" else []
     app.worker_main(
         [
+            *quiet,
             "worker",
             f"--concurrency={concurrency}",
             "--pool=prefork",

@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, status
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from benchmarks.catalog import BenchmarkCatalog
 from contracts.settings import Settings
 from service.api import errors
 from service.api.body_limit import BodyLimitMiddleware
-from service.api.deps import AdminOnly, Services
+from service.api.deps import AdminOnly, Reader, Services
 from service.api.responses import add_links, error_responses, errors_in_json
 from service.api.routers import agents, benchmarks, dashboard, runs, seeds, worker
 from service.api.schemas import ConsistencyPublic, DriverHealth, HealthPublic
@@ -29,6 +30,7 @@ from service.db.engine import make_engine, make_session_factory
 from service.db.migrate import upgrade
 from service.driver.dispatch import CeleryDispatcher
 from service.driver.loop import RunDriver
+from service.metrics import ServiceMetrics
 
 log = logging.getLogger("clade.service")
 
@@ -113,6 +115,11 @@ def create_app(settings: Settings) -> FastAPI:
     services = build_services(settings)
 
     driver = make_driver(settings, services) if settings.run_driver_enabled else None
+    metrics = ServiceMetrics(
+        settings=settings,
+        sessions=services.sessions,
+        driver_state=driver.state if driver is not None else None,
+    )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -131,6 +138,7 @@ def create_app(settings: Settings) -> FastAPI:
     )
     app.state.services = services
     app.state.driver = driver
+    app.state.metrics = metrics
     errors.install(app)
     document = app.openapi
 
@@ -142,6 +150,11 @@ def create_app(settings: Settings) -> FastAPI:
     app.openapi = openapi  # type: ignore[method-assign]
 
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_upload_bytes)
+
+    @app.get("/metrics", include_in_schema=False, dependencies=[Reader])
+    def prometheus_metrics() -> Response:
+        """Prometheus text exposition; needs the read token only when reads require one."""
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     for router in (runs.router, agents.router, seeds.router, worker.router, benchmarks.router):
         app.include_router(router)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Protocol
 
 from celery import Celery
 
 from contracts.config import LimitsConfig
 from contracts.jobs import EVALUATE_TASK, IMPROVE_TASK, EvaluateJob, ImproveJob, Job
+from contracts.logs import log_ids
+
+log = logging.getLogger("clade.driver")
 
 
 class Dispatcher(Protocol):
@@ -31,12 +35,19 @@ class CeleryDispatcher:
         self.app = app
 
     def improve(self, job: ImproveJob) -> None:
-        self._send(IMPROVE_TASK, job, task_id=f"improve-{job.step_id}", hard=improve_time_limit(job.limits))
+        with log_ids(run_id=job.run_id, step_id=job.step_id):
+            self._send(
+                IMPROVE_TASK, job, task_id=f"improve-{job.step_id}", hard=improve_time_limit(job.limits)
+            )
 
     def evaluate(self, job: EvaluateJob) -> None:
-        self._send(
-            EVALUATE_TASK, job, task_id=f"evaluate-{job.evaluation_id}", hard=evaluate_time_limit(job.limits)
-        )
+        with log_ids(run_id=job.run_id, evaluation_id=job.evaluation_id):
+            self._send(
+                EVALUATE_TASK,
+                job,
+                task_id=f"evaluate-{job.evaluation_id}",
+                hard=evaluate_time_limit(job.limits),
+            )
 
     def _send(self, name: str, job: Job, *, task_id: str, hard: int) -> None:
         self.app.send_task(
@@ -46,3 +57,4 @@ class CeleryDispatcher:
             time_limit=hard,
             soft_time_limit=hard - 1,
         )
+        log.info("sent %s", task_id)

@@ -26,6 +26,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from contracts.jobs import EvaluateJob, ImproveJob
+from contracts.logs import log_ids
 from service import lifecycle
 from service.db.models import Evaluation, Event, Run, RunAgent, Step
 from service.driver import budget
@@ -185,12 +186,13 @@ class RunDriver:
         self._record_backlog(run_ids)
         errors: list[str] = []
         for run_id in run_ids:
-            try:
-                self._drive(run_id)
-            except Exception as exc:  # one run's failure must not hold up the others
-                log.exception("run driver: run %s failed", run_id)
-                errors.append(f"run {run_id}: {describe(exc)}")
-                self._record(run_id, describe(exc))
+            with log_ids(run_id=run_id):
+                try:
+                    self._drive(run_id)
+                except Exception as exc:  # one run's failure must not hold up the others
+                    log.exception("run driver: run %s failed", run_id)
+                    errors.append(f"run {run_id}: {describe(exc)}")
+                    self._record(run_id, describe(exc))
         return errors
 
     def _drive(self, run_id: str) -> None:

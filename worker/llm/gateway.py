@@ -16,6 +16,7 @@ from types import TracebackType
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contracts.logs import current_ids, log_ids
 from worker.llm.budget import Budget
 from worker.llm.httpjson import (
     CHAT_ROUTE,
@@ -91,7 +92,8 @@ class LLMGateway:
         handler = type(
             "BoundGatewayHandler",
             (_GatewayHandler,),
-            {"chat": self.chat, "max_body": self.config.max_request_bytes},
+            # Request threads start with no context: they log with the ids of the job that started us.
+            {"chat": self.chat, "max_body": self.config.max_request_bytes, "job_ids": current_ids()},
         )
         server = ServerThread(self._bind(handler), name=f"llm-gateway:{self.config.purpose}")
         server.start()
@@ -151,6 +153,7 @@ class LLMGateway:
 
 class _GatewayHandler(JSONHandler):
     chat: MeteredChat  # bound per gateway by LLMGateway.start
+    job_ids: dict[str, str]
 
     def do_POST(self) -> None:
         if self.route != CHAT_ROUTE:
@@ -161,7 +164,8 @@ class _GatewayHandler(JSONHandler):
         except HTTPFailure as failure:
             self.send_failure(failure)
             return
-        reply = self.chat.complete(body)
+        with log_ids(**self.job_ids):
+            reply = self.chat.complete(body)
         self.send_json(reply.status, reply.payload, reply.headers)
 
     def do_GET(self) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import os
 import threading
 import time
@@ -30,6 +31,8 @@ from worker.llm.records import (
     record_messages,
 )
 from worker.llm.upstream import Upstream, UpstreamError
+
+log = logging.getLogger("clade.gateway")
 
 
 @dataclass
@@ -114,6 +117,17 @@ class MeteredChat:
             )
             with self._lock:
                 self._calls.append(call)
+            log.info(
+                "LLM call %s (%s, %s): %s %d, %d+%d tokens, $%.6f",
+                call.id,
+                call.purpose,
+                call.model,
+                call.status,
+                call.http_status,
+                call.prompt_tokens,
+                call.completion_tokens,
+                call.cost_usd,
+            )
 
         if body.get("stream"):
             message = "streaming is not supported by the Clade LLM gateway; send stream=false"

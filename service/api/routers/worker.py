@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+
 from fastapi import APIRouter, Response
 from fastapi.responses import StreamingResponse
 
+from contracts.logs import log_ids
 from contracts.records import ChildSubmission, EvaluationSubmission, StepFailure
 from service import queries
 from service.api.deps import ArchiveDep, SessionDep, WorkerOnly
@@ -13,6 +16,7 @@ from service.api.routes import CheckedRoute
 from service.api.schemas import AgentPublic, EvaluationPublic
 from service.results import record_evaluation, reject_step
 
+log = logging.getLogger("clade.service")
 router = APIRouter(
     prefix="/api/worker",
     tags=["worker"],
@@ -36,27 +40,33 @@ def agent_code(agent_id: str, session: SessionDep, archive: ArchiveDep) -> Strea
 @router.post("/steps/{step_id}/child", responses=error_responses(409, 413, 507))
 def submit_child(step_id: str, body: ChildSubmission, archive: ArchiveDep) -> AgentPublic:
     """Create the step's child from a unified diff against its parent; idempotent by step id."""
-    agent = archive.create_child(
-        step_id=step_id,
-        patch=body.patch,
-        diagnosis=body.diagnosis,
-        rejection=body.rejection,
-        usage=body.usage,
-    )
+    with log_ids(step_id=step_id):
+        agent = archive.create_child(
+            step_id=step_id,
+            patch=body.patch,
+            diagnosis=body.diagnosis,
+            rejection=body.rejection,
+            usage=body.usage,
+        )
+        log.info("step %s: child %s", step_id, agent.id[:12])
     return AgentPublic.model_validate(agent, from_attributes=True)
 
 
 @router.post("/steps/{step_id}/reject", responses=error_responses(409, 413, 507))
 def submit_step_rejection(step_id: str, body: StepFailure, session: SessionDep) -> dict[str, str]:
-    step = reject_step(
-        session, step_id=step_id, reason=body.reason, diagnosis=body.diagnosis, usage=body.usage
-    )
-    session.commit()
+    with log_ids(step_id=step_id):
+        step = reject_step(
+            session, step_id=step_id, reason=body.reason, diagnosis=body.diagnosis, usage=body.usage
+        )
+        session.commit()
+        log.info("step %s: no child (%s)", step_id, body.reason[:200])
     return {"step_id": step.id, "status": step.status}
 
 
 @router.post("/evaluations/{evaluation_id}/result", responses=error_responses(413, 507))
 def submit_result(evaluation_id: str, body: EvaluationSubmission, session: SessionDep) -> EvaluationPublic:
-    evaluation = record_evaluation(session, evaluation_id=evaluation_id, submission=body)
-    session.commit()
+    with log_ids(evaluation_id=evaluation_id):
+        evaluation = record_evaluation(session, evaluation_id=evaluation_id, submission=body)
+        session.commit()
+        log.info("evaluation %s: resolved=%s", evaluation_id, evaluation.resolved)
     return EvaluationPublic.model_validate(evaluation, from_attributes=True)
