@@ -1,12 +1,16 @@
 """`clade worker`: a Celery worker for this machine or another one.
 
-It needs only the broker URL, the service URL and the worker token (and an LLM
-endpoint). At start it removes sandboxes a previous worker of this machine left.
+It needs only the broker URL, the service URL and the worker token (and an LLM endpoint).
+Its name is unique per process unless one is given; its sandboxes carry it as their owner
+label. At start it removes the sandboxes of any worker of this host that is gone (whatever
+its name), never those of a live worker (see `sandbox.liveness`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import secrets
 import socket
 from functools import lru_cache
 
@@ -19,6 +23,16 @@ from worker.context import WorkerContext, build_context
 from worker.tasks import register_tasks
 
 log = logging.getLogger("clade.worker")
+
+
+def default_worker_name() -> str:
+    """Unique per process: two workers on one host (or `clade demo` next to a worker) differ."""
+    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
+
+
+def worker_owner(name: str | None) -> str:
+    """The owner label of the sandboxes of the worker called `name` (None: a default name)."""
+    return f"worker-{name or default_worker_name()}"
 
 
 def make_worker_app(settings: Settings, owner: str) -> Celery:
@@ -34,10 +48,11 @@ def make_worker_app(settings: Settings, owner: str) -> Celery:
 
 def run_worker(settings: Settings, *, concurrency: int, name: str | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s: %(levelname)s/%(name)s] %(message)s")
-    owner = f"worker-{name or socket.gethostname()}"
-    removed = get_backend(settings.sandbox_backend, owner=owner).remove_orphans(owner)
+    owner = worker_owner(name or settings.worker_name)
+    log.info("worker %s: its sandboxes are labelled with this owner", owner)
+    removed = get_backend(settings.sandbox_backend, owner=owner).remove_abandoned()
     if removed:
-        log.warning("removed %d sandboxes a previous worker left behind", len(removed))
+        log.warning("removed %d sandboxes left behind by workers that are gone", len(removed))
     app = make_worker_app(settings, owner)
     app.worker_main(
         [
