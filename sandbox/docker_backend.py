@@ -98,18 +98,26 @@ class DockerBackend:
             return self._remove([str(container["Id"]) for container in found])
 
     def remove_abandoned(self) -> list[str]:
-        """Remove this backend's sandboxes whose starting process is gone, whatever their owner."""
+        """Remove this backend's sandboxes whose starting process is gone, whatever their owner.
+
+        Also those carrying this backend's own owner name whose process cannot be looked up
+        from here (stamped in another pid namespace, e.g. by a worker container before its
+        restart, or not stamped at all): an owner name is unique among live workers, so they
+        are a previous process's under the same name.
+        """
         labels = [f"{ROLE_LABEL}={SANDBOX_ROLE}", f"{BACKEND_LABEL}={self.name}"]
         me = this_process()
         with _engine_errors("removing abandoned sandboxes"):
             found = self._client.api.containers(all=True, filters={"label": labels})
-            gone = [
-                str(container["Id"])
-                for container in found
-                if (stamp := ProcessStamp.from_labels(container.get("Labels") or {})) is not None
-                and stamp.is_gone(seen_from=me)
-            ]
+            gone = [str(c["Id"]) for c in found if self._abandoned(c.get("Labels") or {}, me)]
             return self._remove(gone)
+
+    def _abandoned(self, labels: dict[str, str], me: ProcessStamp) -> bool:
+        stamp = ProcessStamp.from_labels(labels)
+        if stamp is not None and stamp.is_gone(seen_from=me):
+            return True
+        unseen = stamp is None or not stamp.visible_from(me)
+        return unseen and labels.get(OWNER_LABEL) == self.owner
 
     def _remove(self, container_ids: list[str]) -> list[str]:
         removed: list[str] = []

@@ -10,7 +10,8 @@ Another process judges a stamp only where it can see the stamped process:
   process there started at another time (the pid was reused), or when it is a zombie;
 - same host name, an earlier boot: gone (it died with that boot);
 - anything else (another machine sharing the engine, a worker in a container with its own
-  pid namespace): never judged, so never removed; its own host cleans it.
+  pid namespace): never judged gone; its own host cleans it. (A worker removes such a sandbox
+  only when it carries its own name, see `DockerBackend.remove_abandoned`.)
 
 Linux only: without /proc the stamp is partial and nothing is judged gone.
 """
@@ -65,15 +66,17 @@ class ProcessStamp:
         except (KeyError, ValueError):
             return None
 
+    def visible_from(self, other: ProcessStamp) -> bool:
+        """Whether `other`'s process can look this stamp's pid up: same boot and pid namespace."""
+        known = bool(self.boot and self.start and self.pid_namespace)
+        return known and (self.boot, self.pid_namespace) == (other.boot, other.pid_namespace)
+
     def is_gone(self, *, seen_from: ProcessStamp) -> bool:
         """True only when `seen_from`'s process can tell that this stamp's process has exited."""
-        if not (self.boot and self.start and seen_from.boot):
-            return False
-        if self.boot != seen_from.boot:
-            return self.host == seen_from.host
-        if self.pid_namespace != seen_from.pid_namespace:
-            return False
-        return start_time(self.pid) != self.start
+        if self.visible_from(seen_from):
+            return start_time(self.pid) != self.start
+        earlier_boot = bool(self.boot and seen_from.boot) and self.boot != seen_from.boot
+        return earlier_boot and self.host == seen_from.host
 
 
 def start_time(pid: int) -> str | None:

@@ -3,7 +3,7 @@
 It needs only the broker URL, the service URL and the worker token (and an LLM endpoint).
 Its name is unique per process unless one is given; its sandboxes carry it as their owner
 label. At start it removes the sandboxes of any worker of this host that is gone (whatever
-its name), never those of a live worker (see `sandbox.liveness`).
+its name) and its own name's leftovers, never those of a live worker (`sandbox.liveness`).
 """
 
 from __future__ import annotations

@@ -83,14 +83,15 @@ def dead_stamp(base: ProcessStamp) -> ProcessStamp:
     return ProcessStamp(base.host, base.boot, base.pid_namespace, process.pid, started)
 
 
-def create_stamped(client: Any, image: str, stamp: ProcessStamp, owner: str) -> str:
-    """A sandbox-labelled container (created, never started) carrying `stamp`, as a worker leaves one."""
+def create_stamped(client: Any, image: str, stamp: ProcessStamp | None, *, owner: str, tag: str) -> str:
+    """A sandbox-labelled container (created, never started) carrying `stamp` (None: none, as
+    before stamps existed), as a worker leaves one; `tag` finds it for clean-up."""
     labels = {
         OWNER_LABEL: owner,
         ROLE_LABEL: SANDBOX_ROLE,
         BACKEND_LABEL: "docker",
-        TEST_LABEL: owner,
-        **stamp.labels(),
+        TEST_LABEL: tag,
+        **(stamp.labels() if stamp else {}),
     }
     created = client.api.create_container(image, command=["true"], labels=labels, network_disabled=True)
     return str(created["Id"])

@@ -88,19 +88,31 @@ def test_a_worker_started_again_under_its_name_removes_only_its_dead_predecessor
 def test_stamps_are_judged_only_where_their_process_can_be_seen(docker_client: Any, base_image: str) -> None:
     me = this_process()
     dead = dead_stamp(me)
-    owner = f"worker-stamps-{uuid.uuid4().hex[:8]}"
-    stamps = {
-        "dead": dead,
-        "pid reused": replace(me, start=str(int(me.start) + 1)),
-        "earlier boot of this host": replace(dead, boot="0" * 32, pid=me.pid, start=me.start),
-        "alive": me,
-        "another host": replace(dead, host=f"elsewhere-{owner}", boot="1" * 32),
-        "another pid namespace": replace(dead, pid_namespace="1"),
+    tag = uuid.uuid4().hex[:8]
+    judge, other = f"worker-judge-{tag}", f"worker-other-{tag}"
+    elsewhere = replace(dead, host=f"elsewhere-{tag}", boot="1" * 32)
+    cases: dict[str, tuple[ProcessStamp | None, str]] = {
+        "dead": (dead, other),
+        "pid reused": (replace(me, start=str(int(me.start) + 1)), other),
+        "earlier boot of this host": (replace(dead, boot="0" * 32, pid=me.pid, start=me.start), other),
+        "alive": (me, other),
+        "another host": (elsewhere, other),
+        "another pid namespace": (replace(dead, pid_namespace="1"), other),
+        "not stamped": (None, other),
+        # The judge's own name, out of its sight: a previous process of the same name left them.
+        "mine, another pid namespace": (replace(dead, pid_namespace="1"), judge),
+        "mine, another host": (elsewhere, judge),
+        "mine, not stamped": (None, judge),
+        "mine, alive": (me, judge),  # a live twin of the same name (misconfigured): kept
     }
-    ids = {what: create_stamped(docker_client, base_image, stamp, owner) for what, stamp in stamps.items()}
+    ids = {
+        what: create_stamped(docker_client, base_image, stamp, owner=owner, tag=tag)
+        for what, (stamp, owner) in cases.items()
+    }
     try:
-        removed = DockerBackend(docker_client, owner="worker-judge").remove_abandoned()
-        gone = {"dead", "pid reused", "earlier boot of this host"}
+        removed = DockerBackend(docker_client, owner=judge).remove_abandoned()
+        gone = {"dead", "pid reused", "earlier boot of this host"} | {w for w in ids if w.startswith("mine,")}
+        gone.discard("mine, alive")
         assert set(removed) & set(ids.values()) <= {ids[what] for what in gone}
         # Another worker starting meanwhile may have removed some of them first.
         assert {what for what, cid in ids.items() if not exists(docker_client, cid)} == gone
@@ -108,8 +120,7 @@ def test_stamps_are_judged_only_where_their_process_can_be_seen(docker_client: A
         for cid in ids.values():
             if exists(docker_client, cid):
                 docker_client.api.remove_container(cid, force=True)
-    leftovers = docker_client.api.containers(all=True, filters={"label": f"{TEST_LABEL}={owner}"})
-    assert leftovers == []
+    assert docker_client.api.containers(all=True, filters={"label": f"{TEST_LABEL}={tag}"}) == []
 
 
 def test_start_time_names_one_process() -> None:
