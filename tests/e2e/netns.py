@@ -22,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -219,8 +220,6 @@ def _postgres_bin() -> Path:
 
 
 def _as_postgres() -> list[str]:
-    import pwd
-
     user = pwd.getpwnam("postgres")
     return ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups"]
 
