@@ -7,6 +7,8 @@ need=()
 command -v pg_ctlcluster >/dev/null || need+=(postgresql)
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v git >/dev/null || need+=(git)
+# `ip netns` and `ss`: the several-hosts test builds its hosts from network namespaces.
+command -v ip >/dev/null || need+=(iproute2)
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -q
   apt-get install -y -q "${need[@]}"

@@ -59,7 +59,13 @@ def serve(
 
 def worker(
     concurrency: Annotated[int, typer.Option(min=1, help="Parallel task slots")] = 2,
-    name: Annotated[str | None, typer.Option(help="Worker name [default: host name]")] = None,
+    name: Annotated[
+        str | None,
+        typer.Option(
+            help="Worker name, unique among live workers (its sandboxes' owner label)"
+            " [default: CLADE_WORKER_NAME, else host name, pid and a random suffix]"
+        ),
+    ] = None,
 ) -> None:
     """Run a worker: needs CLADE_BROKER_URL, CLADE_SERVICE_URL, CLADE_WORKER_TOKEN, CLADE_LLM_BASE_URL."""
     settings = get_settings()

@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     price_table_path: Path | None = None
     sandbox_backend: str = "docker"
+    # A worker's name (`clade worker --name` wins); unique among live workers. None: one made
+    # for each process from the host name, the pid and a random suffix.
+    worker_name: str | None = None
     # Where workers put each sandbox's LLM socket: a unix socket path must stay under 108 bytes,
     # and the Docker engine must see the same path (mount it when the worker runs in a container).
     socket_dir: Path = Path("/tmp")

@@ -113,6 +113,9 @@ class TimedBackend:
     def remove_orphans(self, owner: str | None = None) -> list[str]:
         return self._inner.remove_orphans(owner)
 
+    def remove_abandoned(self) -> list[str]:
+        return self._inner.remove_abandoned()
+
 
 @dataclass
 class Sample:

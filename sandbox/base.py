@@ -109,5 +109,10 @@ class SandboxBackend(Protocol):
     def start(self, spec: SandboxSpec) -> Sandbox: ...
 
     def remove_orphans(self, owner: str | None = None) -> list[str]:
-        """Remove sandboxes this backend left behind (all, or one owner's); return their ids."""
+        """Remove this backend's sandboxes (all, or one owner's), live or not; return their ids."""
+        ...
+
+    def remove_abandoned(self) -> list[str]:
+        """Remove this backend's sandboxes whose starting process is gone, whatever their owner
+        (see `sandbox.liveness`); a live process's sandboxes stay. Return the removed ids."""
         ...

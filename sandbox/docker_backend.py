@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import docker
-from docker.errors import DockerException, ImageNotFound, NotFound
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import Mount as DockerMount
 
 from sandbox.base import (
@@ -21,6 +21,7 @@ from sandbox.base import (
     SandboxUnavailable,
 )
 from sandbox.docker_sandbox import KEEPER_NAME, KEEPER_SCRIPT, SANDBOX_USER, DockerSandbox
+from sandbox.liveness import ProcessStamp, this_process
 
 SANDBOX_ROLE = "sandbox"
 CREATED_LABEL = f"{LABEL_PREFIX}.created"
@@ -29,9 +30,10 @@ CREATED_LABEL = f"{LABEL_PREFIX}.created"
 class DockerBackend:
     """Starts `DockerSandbox`es.
 
-    `owner` labels every sandbox so that a worker can find the ones it left behind
-    (`spec.labels` may set a different owner for one sandbox). Pass a docker
-    `client`, or a `base_url`; with neither, the environment's engine is used.
+    `owner` labels every sandbox (`spec.labels` may set a different owner for one sandbox),
+    and so does the stamp of the process that starts it, which lets any other process of
+    this host tell when that process is gone (`sandbox.liveness`). Pass a docker `client`,
+    or a `base_url`; with neither, the environment's engine is used.
     """
 
     name: str = "docker"
@@ -54,6 +56,9 @@ class DockerBackend:
         labels = {
             OWNER_LABEL: self.owner,
             **spec.labels,
+            # Stamped at start, not at construction: a backend made before a fork starts
+            # sandboxes in the children, and each child is their owner process.
+            **this_process().labels(),
             ROLE_LABEL: SANDBOX_ROLE,
             BACKEND_LABEL: self.name,
             CREATED_LABEL: datetime.now(UTC).isoformat(timespec="seconds"),
@@ -85,17 +90,47 @@ class DockerBackend:
         return sandbox
 
     def remove_orphans(self, owner: str | None = None) -> list[str]:
-        """Remove this backend's sandboxes (all, or one owner's); return their ids."""
+        """Remove this backend's sandboxes (all, or one owner's), live or not; return their ids."""
         labels = [f"{ROLE_LABEL}={SANDBOX_ROLE}", f"{BACKEND_LABEL}={self.name}"]
         labels.append(OWNER_LABEL if owner is None else f"{OWNER_LABEL}={owner}")
-        removed: list[str] = []
         with _engine_errors("removing orphaned sandboxes"):
-            for found in self._client.api.containers(all=True, filters={"label": labels}):
-                try:
-                    self._client.api.remove_container(found["Id"], force=True, v=True)
-                except NotFound:
-                    continue  # removed concurrently
-                removed.append(str(found["Id"]))
+            found = self._client.api.containers(all=True, filters={"label": labels})
+            return self._remove([str(container["Id"]) for container in found])
+
+    def remove_abandoned(self) -> list[str]:
+        """Remove this backend's sandboxes whose starting process is gone, whatever their owner.
+
+        Also those carrying this backend's own owner name whose process cannot be looked up
+        from here (stamped in another pid namespace, e.g. by a worker container before its
+        restart, or not stamped at all): an owner name is unique among live workers, so they
+        are a previous process's under the same name.
+        """
+        labels = [f"{ROLE_LABEL}={SANDBOX_ROLE}", f"{BACKEND_LABEL}={self.name}"]
+        me = this_process()
+        with _engine_errors("removing abandoned sandboxes"):
+            found = self._client.api.containers(all=True, filters={"label": labels})
+            gone = [str(c["Id"]) for c in found if self._abandoned(c.get("Labels") or {}, me)]
+            return self._remove(gone)
+
+    def _abandoned(self, labels: dict[str, str], me: ProcessStamp) -> bool:
+        stamp = ProcessStamp.from_labels(labels)
+        if stamp is not None and stamp.is_gone(seen_from=me):
+            return True
+        unseen = stamp is None or not stamp.visible_from(me)
+        return unseen and labels.get(OWNER_LABEL) == self.owner
+
+    def _remove(self, container_ids: list[str]) -> list[str]:
+        removed: list[str] = []
+        for container_id in container_ids:
+            try:
+                self._client.api.remove_container(container_id, force=True, v=True)
+            except NotFound:
+                continue  # removed concurrently
+            except APIError as exc:
+                if exc.status_code == 409:  # another worker is removing it at this moment
+                    continue
+                raise
+            removed.append(container_id)
         return removed
 
 

@@ -1,13 +1,17 @@
 """`clade worker`: a Celery worker for this machine or another one.
 
-It needs only the broker URL, the service URL and the worker token (and an LLM
-endpoint). At start it removes sandboxes a previous worker of this machine left.
+It needs only the broker URL, the service URL and the worker token (and an LLM endpoint).
+Its name is unique per process unless one is given; its sandboxes carry it as their owner
+label. At start it removes the sandboxes of any worker of this host that is gone (whatever
+its name) and its own name's leftovers, never those of a live worker (`sandbox.liveness`).
 With `CLADE_WORKER_METRICS_PORT` it serves Prometheus metrics there (worker/metrics.py).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import secrets
 import socket
 from functools import lru_cache
 
@@ -22,6 +26,16 @@ from worker.metrics import WorkerMetrics, multiprocess_mode, serve_multiprocess
 from worker.tasks import register_tasks
 
 log = logging.getLogger("clade.worker")
+
+
+def default_worker_name() -> str:
+    """Unique per process: two workers on one host (or `clade demo` next to a worker) differ."""
+    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
+
+
+def worker_owner(name: str | None) -> str:
+    """The owner label of the sandboxes of the worker called `name` (None: a default name)."""
+    return f"worker-{name or default_worker_name()}"
 
 
 def make_worker_app(settings: Settings, owner: str, metrics: WorkerMetrics | None = None) -> Celery:
@@ -46,10 +60,11 @@ def run_worker(settings: Settings, *, concurrency: int, name: str | None = None)
             )
         serve_multiprocess(settings.worker_metrics_port, settings.worker_metrics_dir)
         log.info("metrics at http://0.0.0.0:%d/metrics", settings.worker_metrics_port)
-    owner = f"worker-{name or socket.gethostname()}"
-    removed = get_backend(settings.sandbox_backend, owner=owner).remove_orphans(owner)
+    owner = worker_owner(name or settings.worker_name)
+    log.info("worker %s: its sandboxes are labelled with this owner", owner)
+    removed = get_backend(settings.sandbox_backend, owner=owner).remove_abandoned()
     if removed:
-        log.warning("removed %d sandboxes a previous worker left behind", len(removed))
+        log.warning("removed %d sandboxes left behind by workers that are gone", len(removed))
     app = make_worker_app(settings, owner)
     # In JSON mode Celery's banner (plain text on stdout) is left out: every line is JSON.
     quiet = ["--quiet"] if settings.log_format == "json" else []

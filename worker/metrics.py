@@ -109,6 +109,9 @@ class TimedBackend:
     def remove_orphans(self, owner: str | None = None) -> list[str]:
         return self.inner.remove_orphans(owner)
 
+    def remove_abandoned(self) -> list[str]:
+        return self.inner.remove_abandoned()
+
 
 class TimedSandbox:
     def __init__(self, inner: Sandbox, metrics: WorkerMetrics) -> None:

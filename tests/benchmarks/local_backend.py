@@ -106,3 +106,6 @@ class LocalBackend:
 
     def remove_orphans(self, owner: str | None = None) -> list[str]:
         return [sandbox.id for sandbox in self.started if not sandbox.closed]
+
+    def remove_abandoned(self) -> list[str]:
+        return []  # every sandbox here belongs to this live process

@@ -60,8 +60,8 @@ class Cluster:
     llm_url: str
     root: Path
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
-    # Worker names carry it: a worker removes the sandboxes of its name's owner when it starts,
-    # so another test's (or another session's) worker of the same name must not share it.
+    # Worker names carry it: tests find a worker's sandboxes by its owner label, so another
+    # test's (or another session's) worker of the same name must not share it.
     tag: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
 
     def owner(self, name: str) -> str:

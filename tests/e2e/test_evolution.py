@@ -147,7 +147,7 @@ def test_worker_killed_mid_task_completes_the_step_once(cluster_factory: Callabl
     cluster.kill_worker(first)
     with Session(engine) as session:
         assert session.scalars(select(Step)).one().child_id is None  # killed before the child existed
-    cluster.start_worker("crash")  # the same machine coming back: it removes its orphans first
+    cluster.start_worker("crash")  # the same machine coming back: it removes its dead orphans first
     wait_for(lambda: run_state(cluster, run_id)["status"] == "completed", 600, "the run to complete", cluster)
     with Session(engine) as session:
         step = session.scalars(select(Step)).one()
@@ -157,4 +157,5 @@ def test_worker_killed_mid_task_completes_the_step_once(cluster_factory: Callabl
     crashed = {"label": f"{OWNER_LABEL}={cluster.owner('crash')}"}
     assert engine_docker.containers.list(all=True, filters=crashed) == []
     engine.dispose()
-    assert "removed 1 sandboxes a previous worker left behind" in cluster.worker_logs()
+    # Removed at start by the worker coming back, or by any other worker of this host that
+    # started meanwhile (the killed worker's processes are gone, whatever its name).
