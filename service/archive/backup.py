@@ -116,7 +116,11 @@ def create_backup(*, data_dir: Path, database_url: str, out: Path) -> BackupMani
             info.size, info.mtime = len(body), int(manifest.created_at.timestamp())
             tar.addfile(info, io.BytesIO(body))
             for name, path in members.items():
-                tar.add(path, arcname=name, recursive=False)
+                # Built by hand: no owner names or modes of this machine in the file.
+                info = tarfile.TarInfo(name)
+                info.size, info.mtime = path.stat().st_size, int(manifest.created_at.timestamp())
+                with path.open("rb") as handle:
+                    tar.addfile(info, handle)
         os.replace(partial, out)
     return manifest
 
