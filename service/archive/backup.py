@@ -303,9 +303,17 @@ def restore_backup(*, backup: Path, data_dir: Path, database_url: str) -> Restor
         git = GitStore(archive, data_dir / "tmp")
         pack_dir = archive / "objects" / "pack"
         pack_dir.mkdir(parents=True, exist_ok=True)
-        for path in pack_files:
-            shutil.copyfile(path, pack_dir / path.name)
-        _load_rows(database_url, manifest, scratch)
+        copied: list[Path] = []
+        try:
+            for path in pack_files:
+                copied.append(pack_dir / path.name)
+                shutil.copyfile(path, copied[-1])
+            _load_rows(database_url, manifest, scratch)  # one transaction: all rows or none
+        except BaseException:
+            # Leave the archive empty again, so that the same restore can be tried once more.
+            for path in copied:
+                path.unlink(missing_ok=True)
+            raise
         lines = "".join(f"create {AGENT_REF_PREFIX}{sha} {sha}\n" for sha in agent_ids)
         _git(archive, ["update-ref", "--stdin"], stdin=lines.encode())
         if manifest.head and manifest.head.removeprefix(AGENT_REF_PREFIX) in set(agent_ids):

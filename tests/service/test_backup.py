@@ -3,6 +3,8 @@ taken while children are being written, and the refusals (non-empty target, dama
 
 from __future__ import annotations
 
+import io
+import json
 import subprocess
 import sys
 import tarfile
@@ -239,6 +241,36 @@ def test_damaged_backups_are_refused_and_write_nothing(backup_file: Path, tmp_pa
         with pytest.raises(BackupError, match=message):
             restore_backup(backup=bad, data_dir=data_dir, database_url=f"sqlite:///{data_dir / 'clade.db'}")
         assert not data_dir.exists(), f"{bad.name} wrote into the target"
+
+
+def rewritten(backup: Path, dest: Path, **manifest_changes: Any) -> Path:
+    """The same backup with its manifest changed (its members and their digests kept)."""
+    with tarfile.open(backup) as source, tarfile.open(dest, "w") as out:
+        for member in source.getmembers():
+            data = source.extractfile(member)
+            assert data is not None
+            body = data.read()
+            if member.name == "manifest.json":
+                body = json.dumps(json.loads(body) | manifest_changes).encode()
+                member.size = len(body)
+            out.addfile(member, io.BytesIO(body))
+    return dest
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_a_restore_that_fails_while_loading_leaves_the_targets_empty(
+    backup_file: Path, tmp_path: Path
+) -> None:
+    counts = read_manifest(backup_file).counts
+    wrong = rewritten(backup_file, tmp_path / "wrong", counts=counts | {"steps": counts["steps"] + 1})
+    with fresh_postgres_database() as url:
+        data_dir = tmp_path / "target"
+        with pytest.raises(BackupError, match="the backup's steps holds 4 rows"):
+            restore_backup(backup=wrong, data_dir=data_dir, database_url=url)
+        assert agent_refs(data_dir) == set() and agent_ids(url) == set()
+        # Nothing was left behind that would make the same target refuse a second attempt.
+        report = restore_backup(backup=backup_file, data_dir=data_dir, database_url=url)
+        assert report.consistency.consistent and len(agent_ids(url)) == 4
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
