@@ -187,7 +187,8 @@ def _rows_in_load_order(connection: Connection, table: Table) -> Iterator[dict[s
     query = select(table).order_by(*table.primary_key.columns)
     self_refs = [fk.parent.name for fk in table.foreign_keys if fk.column.table.name == table.name]
     if not self_refs:
-        for mapping in connection.execute(query).mappings():
+        # In batches from a server-side cursor: a large table is never whole in memory.
+        for mapping in connection.execute(query.execution_options(yield_per=1000)).mappings():
             yield dict(mapping)
         return
     key = table.primary_key.columns.values()[0].name

@@ -30,8 +30,6 @@ from tests.service.helpers import (
     start_run,
 )
 
-pytestmark = pytest.mark.xdist_group("backup")
-
 
 def add_child(service: AppService, *, run_id: str, parent_id: str, line: int, text: str) -> str:
     step_id = open_step_in(service.database_url, run_id=run_id, parent_id=parent_id)
