@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from cli import agents, bench, local, runs, seeds
+from cli import agents, bench, doctor, local, maintenance, runs, seeds
 from cli.context import CliContext, resolve_token
 from contracts.settings import Settings
 
@@ -22,6 +22,8 @@ app.add_typer(agents.app, name="agent", help="Inspect and export agents.")
 app.add_typer(bench.app, name="bench", help="Benchmarks: list, check, score one agent.")
 app.add_typer(local.db_app, name="db", help="Database maintenance.")
 local.register(app)
+maintenance.register(app)
+app.command("doctor")(doctor.doctor)
 
 
 @app.callback()

@@ -21,18 +21,96 @@ app = typer.Typer(no_args_is_help=True)
 
 @app.command("start")
 def start(
-    ctx: typer.Context, config: Annotated[Path, typer.Argument(help="Run config (YAML or JSON)")]
+    ctx: typer.Context,
+    config: Annotated[Path, typer.Argument(help="Run config (YAML or JSON)")],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan and a cost and time estimate; start nothing")
+    ] = False,
 ) -> None:
     """Start a run from a configuration file."""
     cli: CliContext = ctx.obj
     with reported_errors():
         body = _read_config(config)
-        run = cli.client().post("/api/runs", json=body)
+        if dry_run:
+            planned = cli.client().post("/api/runs/plan", json=body)
+        else:
+            run = cli.client().post("/api/runs", json=body)
+    if dry_run:
+        if cli.as_json:
+            cli.emit_json(planned)
+        else:
+            print_plan(cli, planned)
+        return
     if cli.as_json:
         cli.emit_json(run)
         return
     cli.console.print(f"started run [bold]{run['id']}[/bold] ({run['name']})")
     cli.console.print(f"watch it with: clade run watch {run['id']}")
+
+
+def print_plan(cli: CliContext, plan: dict[str, Any]) -> None:
+    """The plan as a person checks it before spending: stages, selection, limits, budget, estimate."""
+    out = cli.console.print
+    budget, limits, estimate = plan["budget"], plan["limits"], plan["estimate"]
+    out(
+        f"dry run: nothing started. Run [bold]{escape(plan['name'])}[/bold] on {plan['benchmark']['name']},"
+        f" seed {short(plan['seed_agent'])}"
+    )
+    table = Table("stage", "tasks", "threshold", title="stages")
+    for stage in plan["stages"]:
+        table.add_row(str(stage["index"]), str(stage["tasks"]), f"{stage['threshold']:.2f}")
+    out(table)
+    selection = plan["selection"]
+    params = ", ".join(f"{k}={v}" for k, v in selection["params"].items())
+    improver = plan["improver"]["mode"] + (
+        f" {short(plan['improver']['agent'])}" if plan["improver"]["agent"] else ""
+    )
+    models = ", ".join(f"{k} {v}" for k, v in plan["models"].items())
+    out(
+        f"selection: {selection['strategy']}{f' ({params})' if params else ''};"
+        f" improver: {improver}; models: {models}"
+    )
+    hard = plan["time_limits"]
+    out(
+        f"limits: solve {limits['solve_timeout_s']}s, improve {limits['improve_timeout_s']}s,"
+        f" tests {limits['test_timeout_s']}s, {limits['memory_mb']} MB, {limits['cpus']} CPUs;"
+        f" jobs killed after {hard['improve_s']}s (improve) and {hard['evaluate_s']}s (evaluate)"
+    )
+    out(
+        f"budget: {budget['max_children']} children, {_money(budget['max_usd'])},"
+        f" {_count(budget['max_tokens'])} tokens, {_duration(budget['max_wall_time_s'])} wall time;"
+        f" parallelism {plan['parallelism']}"
+    )
+    upper = estimate["upper_bound"]
+    out(
+        f"upper bound: {estimate['evaluations_max']} evaluations,"
+        f" {estimate['improve_jobs_max']} improve jobs;"
+        f" cost {_money(upper['usd'])}, {_count(upper['tokens'])} tokens, {_duration(upper['wall_time_s'])}"
+    )
+    expected = estimate["expected"]
+    if expected is None:
+        out(f"expected: no estimate ({escape(estimate['no_history'] or '')})")
+    else:
+        out(
+            f"expected: {_money(expected['usd'])}, {_count(expected['tokens'])} tokens,"
+            f" {_duration(expected['wall_time_s'])} for about {expected['evaluations']} evaluations"
+            f" (from {escape(expected['basis'])})"
+        )
+
+
+def _money(usd: float | None) -> str:
+    return "no cost limit" if usd is None else f"${usd:,.2f}"
+
+
+def _count(tokens: int | None) -> str:
+    return "unlimited" if tokens is None else f"{tokens:,}"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "unlimited"
+    minutes = round(seconds / 60)
+    return f"{seconds:.0f}s" if seconds < 120 else f"{minutes // 60}h {minutes % 60:02d}m"
 
 
 def _read_config(path: Path) -> Any:

@@ -199,8 +199,13 @@ def lineage_ids(session: Session, *, agent_id: str) -> list[str]:
 
 def agent_detail(session: Session, *, agent_id: str) -> AgentDetail:
     agent = get_agent(session, agent_id=agent_id)
-    children = session.scalars(select(Agent.id).where(Agent.parent_id == agent_id)).all()
-    memberships = session.scalars(select(RunAgent).where(RunAgent.agent_id == agent_id)).all()
+    # Ordered, so that the answer does not depend on where the database keeps rows (a restore moves them).
+    children = session.scalars(
+        select(Agent.id).where(Agent.parent_id == agent_id).order_by(Agent.created_at, Agent.id)
+    ).all()
+    memberships = session.scalars(
+        select(RunAgent).where(RunAgent.agent_id == agent_id).order_by(RunAgent.created_at, RunAgent.run_id)
+    ).all()
     return AgentDetail(
         id=agent.id,
         parent_id=agent.parent_id,

@@ -27,12 +27,17 @@ def new_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
-def create_run(session: Session, *, config: RunConfig, stage_tasks: list[list[str]]) -> Run:
-    """A new running run whose archive holds its seed. The caller commits."""
+def require_agents(session: Session, *, config: RunConfig) -> None:
+    """The agents a configuration names are archived, or UnknownAgentError at the field."""
     if session.get(Agent, config.seed_agent) is None:
         raise UnknownAgentError("seed_agent", config.seed_agent)
     if config.improver.agent is not None and session.get(Agent, config.improver.agent) is None:
         raise UnknownAgentError("improver.agent", config.improver.agent)
+
+
+def create_run(session: Session, *, config: RunConfig, stage_tasks: list[list[str]]) -> Run:
+    """A new running run whose archive holds its seed. The caller commits."""
+    require_agents(session, config=config)
     now = datetime.now(UTC)
     run = Run(
         id=new_id(),

@@ -30,6 +30,7 @@ from service.api.schemas import (
 )
 from service.archive.export import agent_metadata, export_top, predictions_jsonl
 from service.db.models import Event, LLMUsage
+from service.driver.estimate import PlannedRun, planned_run
 from service.driver.plan import plan_run
 
 router = APIRouter(
@@ -57,6 +58,17 @@ def create_run(config: RunConfig, session: SessionDep, services: ServicesDep) ->
     run = runs.create_run(session, config=plan.config, stage_tasks=plan.stage_tasks)
     session.commit()
     return queries.run_detail(session, run=run)
+
+
+@router.post("/plan", dependencies=[AdminOnly], responses=error_responses(413))
+def preview_run(config: RunConfig, session: SessionDep, services: ServicesDep) -> PlannedRun:
+    """What `POST /api/runs` would start, with a cost and time estimate; nothing is stored.
+    The same configuration is refused here as there, with the same 422."""
+    plan = plan_run(
+        config, catalog=services.catalog, visibility_timeout_s=services.settings.broker_visibility_timeout_s
+    )
+    runs.require_agents(session, config=plan.config)
+    return planned_run(session, plan)
 
 
 @router.get("", dependencies=[Reader])
