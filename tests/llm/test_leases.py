@@ -32,6 +32,12 @@ def _call(chat: MeteredChat, **extra: Any) -> int:
     return chat.complete({"model": "scripted", "messages": ask("hello"), **extra}).status
 
 
+def _body(server: ScriptedServer, index: int) -> dict[str, Any]:
+    body = server.requests[index].body
+    assert isinstance(body, dict)
+    return body
+
+
 def _script_server() -> ScriptedServer:
     return ScriptedServer(Script.model_validate(LONG_REPLY), api_key=REAL_KEY)
 
@@ -50,9 +56,9 @@ def test_calls_stop_within_the_lease_and_the_last_reply_is_shortened() -> None:
     full, last = ok[0], ok[-1]
     assert last.completion_tokens < full.completion_tokens  # cut to what the lease could pay
     # The request went upstream with the max_tokens the lease had left, and the reply stopped there.
-    assert server.requests[-1].body["max_tokens"] == last.completion_tokens
+    assert _body(server, -1)["max_tokens"] == last.completion_tokens
     refused = chat.calls[-1]
-    assert refused.status == "budget_exceeded" and "lease of $0.500000" in (refused.error or "")
+    assert refused.status == "budget_exceeded" and "lease of $1.000000" in (refused.error or "")
 
 
 def test_the_agents_own_max_tokens_is_kept_when_the_lease_pays_for_it() -> None:
@@ -61,8 +67,8 @@ def test_the_agents_own_max_tokens_is_kept_when_the_lease_pays_for_it() -> None:
         assert _call(chat, max_tokens=7) == 200
         assert _call(chat, max_completion_tokens=9) == 200
         upstream.close()
-    assert [r.body.get("max_tokens") for r in server.requests] == [7, None]
-    assert server.requests[1].body["max_completion_tokens"] == 9
+    assert [_body(server, i).get("max_tokens") for i in (0, 1)] == [7, None]
+    assert _body(server, 1)["max_completion_tokens"] == 9
     assert [c.completion_tokens for c in chat.calls] == [7, 9]
 
 
