@@ -20,16 +20,30 @@ EVALUATE_TASK = "clade.evaluate"
 class Budget(BaseModel):
     """What one job's LLM calls may spend; `None` means no limit of that kind.
 
-    The run figures are what the run had left when the job was sent; the gateway
-    refuses calls beyond any of them.
+    The run figures are the job's lease: the part of the run's money and tokens the driver
+    reserved for this job before sending it (jobs in flight together never hold more than
+    the run has left). The gateway refuses calls beyond any of these figures.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     evaluation_usd: float | None = Field(default=None, ge=0)
     evaluation_tokens: int | None = Field(default=None, ge=0)
-    run_remaining_usd: float | None = Field(default=None, ge=0)
-    run_remaining_tokens: int | None = Field(default=None, ge=0)
+    run_remaining_usd: float | None = Field(default=None, ge=0)  # the lease's money
+    run_remaining_tokens: int | None = Field(default=None, ge=0)  # the lease's tokens
+
+    def less(self, usd: float, tokens: int) -> Budget:
+        """What is left of the lease once `usd` and `tokens` of it are spent."""
+        return self.model_copy(
+            update={
+                "run_remaining_usd": None
+                if self.run_remaining_usd is None
+                else max(0.0, self.run_remaining_usd - usd),
+                "run_remaining_tokens": None
+                if self.run_remaining_tokens is None
+                else max(0, self.run_remaining_tokens - tokens),
+            }
+        )
 
 
 class Job(BaseModel):

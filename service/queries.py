@@ -18,6 +18,7 @@ from service.api.schemas import (
     StageScorePublic,
 )
 from service.db.models import Agent, Evaluation, LLMUsage, Run, RunAgent, StageScore, Step
+from service.leases import outstanding
 from service.lifecycle import STEP_IN_FLIGHT, MemberStatus
 from service.runs import elapsed_seconds
 
@@ -66,6 +67,7 @@ def run_detail(session: Session, *, run: Run) -> RunDetail:
 def _run_fields(session: Session, run: Run) -> dict[str, object]:
     budget = run.config.get("budget", {})
     usd, tokens = usage_totals(session, LLMUsage.run_id == run.id)
+    reserved = outstanding(session, run_id=run.id)
     children = session.scalar(
         select(func.count()).select_from(Step).where(Step.run_id == run.id, Step.child_id.is_not(None))
     )
@@ -98,6 +100,8 @@ def _run_fields(session: Session, run: Run) -> dict[str, object]:
             children=children or 0,
             usd=float(usd),
             tokens=int(tokens),
+            usd_reserved=reserved.usd,
+            tokens_reserved=reserved.tokens,
             elapsed_s=elapsed_seconds(run),
             steps_in_flight=in_flight or 0,
             best_score=best.score if best else None,

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from contracts.errors import ConflictError, NotFoundError
 from contracts.records import EvaluationResult, EvaluationSubmission, UsageRecord
-from service import lifecycle
+from service import leases, lifecycle
 from service.db.models import Evaluation, Event, LLMUsage, Step
 
 
@@ -37,6 +37,7 @@ def record_evaluation(
         agent_id=evaluation.agent_id,
         evaluation_id=evaluation.id,
     )
+    leases.settle(session, usage=submission.usage, evaluation_id=evaluation.id)
     session.add(
         Event(
             run_id=evaluation.run_id,
@@ -57,9 +58,10 @@ def record_evaluation(
     return evaluation
 
 
-def give_up_evaluation(evaluation: Evaluation, *, reason: str) -> None:
+def give_up_evaluation(session: Session, evaluation: Evaluation, *, reason: str) -> None:
     """An evaluation no worker answered: done and unresolved, with a result that says why."""
     lifecycle.finish_evaluation(evaluation)
+    leases.expire(session, evaluation_id=evaluation.id)
     evaluation.resolved = False
     evaluation.result = EvaluationResult(resolved=False, infrastructure_failure=reason).model_dump(
         mode="json"
@@ -67,9 +69,10 @@ def give_up_evaluation(evaluation: Evaluation, *, reason: str) -> None:
     evaluation.finished_at = datetime.now(UTC)
 
 
-def give_up_step(step: Step, *, reason: str) -> None:
+def give_up_step(session: Session, step: Step, *, reason: str) -> None:
     """A step no worker answered: failed, with the reason."""
     lifecycle.fail_step(step)
+    leases.expire(session, step_id=step.id)
     step.reason, step.finished_at = reason, datetime.now(UTC)
 
 
@@ -120,6 +123,7 @@ def reject_step(
     step.reason = reason
     step.diagnosis = diagnosis or step.diagnosis
     record_usage(session, usage=usage or [], run_id=step.run_id, step_id=step.id, agent_id=step.parent_id)
+    leases.settle(session, usage=usage or [], step_id=step.id)
     step.finished_at = datetime.now(UTC)
     session.add(
         Event(

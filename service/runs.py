@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from contracts.config import RunConfig
 from contracts.errors import NotFoundError
-from service import lifecycle
+from service import leases, lifecycle
 from service.db.models import Agent, Evaluation, Event, Run, RunAgent, Step
 from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus, Transition
 
@@ -121,4 +121,5 @@ def wind_down(session: Session, *, run: Run, end: Transition[Run], reason: str) 
     ):
         lifecycle.reject_member(member)
         member.reason = f"run ended before its evaluation finished: {reason}"
+    leases.expire_run(session, run_id=run.id)
     session.add(Event(run_id=run.id, kind=f"run_{run.status}", payload={"reason": reason}))

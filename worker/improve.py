@@ -53,7 +53,11 @@ def improve(ctx: WorkerContext, job: ImproveJob) -> str:
             purpose="improve",
             timeout_s=job.limits.improve_timeout_s,
             limits=job.limits,
-            budget=job.budget,
+            # The diagnosis spent part of the job's lease; the improver gets the rest.
+            budget=job.budget.less(
+                sum(c.cost_usd for c in diagnosis.calls),
+                sum(c.prompt_tokens + c.completion_tokens for c in diagnosis.calls),
+            ),
             image=ctx.images.for_agent(manifest.requirements),
             runtime=ctx.images.runtime(manifest.requirements),
             labels={"dev.clade.run": job.run_id, "dev.clade.step": job.step_id},

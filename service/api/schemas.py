@@ -53,8 +53,11 @@ class Budget(BaseModel):
 
 class Progress(BaseModel):
     children: int
-    usd: float
+    usd: float  # spent: the metered calls recorded
     tokens: int
+    # Held by the leases of jobs in flight (reserved, not yet spent; see service/leases.py).
+    usd_reserved: float = 0.0
+    tokens_reserved: int = 0
     elapsed_s: float
     steps_in_flight: int
     best_score: float | None

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from contracts.errors import ConflictError, InvalidAgentError, NotFoundError, PatchError
 from contracts.manifest import MANIFEST_FILE, parse_manifest
 from contracts.records import UsageRecord
-from service import lifecycle
+from service import leases, lifecycle
 from service.archive.git_store import GitStore
 from service.archive.limits import AgentLimits, TooLargeError, limit_text
 from service.archive.storage import full_disk_refused
@@ -161,6 +161,7 @@ class Archive:
                 step.diagnosis = diagnosis
             # What it cost to make this child is shown on the child.
             record_usage(session, usage=usage or [], run_id=run_id, step_id=step_id, agent_id=sha)
+            leases.settle(session, usage=usage or [], step_id=step_id)
             session.add(member)
             parent = session.get(RunAgent, (run_id, parent_id))
             if parent is not None:

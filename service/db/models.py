@@ -1,4 +1,4 @@
-"""SQLAlchemy 2 models: runs, agents, run membership, steps, evaluations, LLM usage, events.
+"""SQLAlchemy 2 models: runs, agents, run membership, steps, evaluations, LLM usage, leases, events.
 
 Git holds the agents' code; these tables hold everything else. An agent row is
 written only after its git objects exist (see `service.archive.store`). Status columns
@@ -207,6 +207,30 @@ class LLMUsage(Base):
     cost_usd: Mapped[float] = mapped_column(Float)
     record: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Lease(Base):
+    """Money and tokens reserved from a run's budget for one dispatch of a job (see `service.leases`).
+
+    Outstanding while `settled_at` is empty; settled with what the job spent when its result is
+    recorded, or expired (nothing spent is known) when the job is sent again, given up or its run ends.
+    """
+
+    __tablename__ = "leases"
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    run_id: Mapped[str] = mapped_column(ID, ForeignKey("runs.id"))
+    step_id: Mapped[str | None] = mapped_column(ID, index=True)
+    evaluation_id: Mapped[str | None] = mapped_column(ID, index=True)
+    usd_reserved: Mapped[float | None] = mapped_column(Float)  # None: the run has no money budget
+    tokens_reserved: Mapped[int | None] = mapped_column(Integer)
+    usd_spent: Mapped[float | None] = mapped_column(Float)
+    tokens_spent: Mapped[int | None] = mapped_column(Integer)
+    outcome: Mapped[str | None] = mapped_column(String(16))  # None while outstanding; settled | expired
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    settled_at: Mapped[datetime | None]
+
+    __table_args__ = (Index("ix_leases_run_settled", "run_id", "settled_at"),)
 
 
 class Event(Base):

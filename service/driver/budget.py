@@ -1,4 +1,18 @@
-"""What a run has spent, and whether a budget stops it."""
+"""What a run has spent and holds in reserve, whether a budget stops it, and each job's lease.
+
+Slice policy (a lease is what one job may spend; see `service.leases`):
+
+- the room is the run's budget less what it spent (recorded usage) and what its outstanding
+  leases hold;
+- the jobs sent in one tick each get an equal share of the room as it was at the tick's start:
+  room / max(parallelism, jobs to send), capped for an evaluation by `per_evaluation_usd` and
+  `per_evaluation_tokens`;
+- a share is raised to the smallest lease worth granting, the run's costliest call so far (one
+  call's worst case as the run has seen it) and never less than 1% of the budget, as long as the
+  room holds it; when the room cannot hold that, the job is not sent;
+- a run that has jobs it cannot send and nothing in flight completes: its budget is spent or
+  reserved.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from contracts.config import BudgetConfig
 from contracts.jobs import Budget
+from service import leases
 from service.db.models import LLMUsage, Run, Step
 from service.queries import usage_totals
 from service.runs import elapsed_seconds
@@ -44,11 +59,90 @@ def children_exhausted(budget: BudgetConfig, used: Spent) -> bool:
     return used.steps >= budget.max_children
 
 
-def job_budget(budget: BudgetConfig, used: Spent, *, evaluation: bool) -> Budget:
-    """What a job may spend: what the run has left, and for an evaluation its own limits."""
-    return Budget(
-        run_remaining_usd=None if budget.max_usd is None else max(0.0, budget.max_usd - used.usd),
-        run_remaining_tokens=None if budget.max_tokens is None else max(0, budget.max_tokens - used.tokens),
-        evaluation_usd=budget.per_evaluation_usd if evaluation else None,
-        evaluation_tokens=budget.per_evaluation_tokens if evaluation else None,
+MIN_LEASE_FRACTION = 0.01
+
+
+@dataclass(frozen=True)
+class Room:
+    """What a new lease may take: the budget less spent and reserved (None: no limit of that kind),
+    and the smallest lease worth granting."""
+
+    usd: float | None
+    tokens: int | None
+    min_usd: float
+    min_tokens: int
+
+    def why_full(self) -> str | None:
+        """Which budget has no room for a new lease, or None if one fits."""
+        if self.usd is not None and (self.usd <= 0 or self.usd < self.min_usd):
+            return "max_usd"
+        if self.tokens is not None and (self.tokens <= 0 or self.tokens < self.min_tokens):
+            return "max_tokens"
+        return None
+
+
+def room(session: Session, run: Run, budget: BudgetConfig, used: Spent) -> Room:
+    reserved = leases.outstanding(session, run_id=run.id)
+    costliest_usd, largest_tokens = session.execute(
+        select(
+            func.coalesce(func.max(LLMUsage.cost_usd), 0.0),
+            func.coalesce(func.max(LLMUsage.prompt_tokens + LLMUsage.completion_tokens), 0),
+        ).where(LLMUsage.run_id == run.id)
+    ).one()
+    return Room(
+        usd=None if budget.max_usd is None else budget.max_usd - used.usd - reserved.usd,
+        tokens=None if budget.max_tokens is None else budget.max_tokens - used.tokens - reserved.tokens,
+        min_usd=max(float(costliest_usd), (budget.max_usd or 0.0) * MIN_LEASE_FRACTION),
+        min_tokens=max(int(largest_tokens), int((budget.max_tokens or 0) * MIN_LEASE_FRACTION), 1),
+    )
+
+
+class LeaseSlicer:
+    """Hands out the leases of one tick's jobs, each an equal share of the room (module docstring)."""
+
+    def __init__(self, budget: BudgetConfig, room: Room, *, jobs: int, parallelism: int) -> None:
+        self.budget = budget
+        self.room = room
+        ways = max(parallelism, jobs, 1)
+        self._share_usd = None if room.usd is None else room.usd / ways
+        self._share_tokens = None if room.tokens is None else room.tokens // ways
+        self.starved = False  # some job could not be sent for want of room
+
+    def next(self, *, evaluation: bool) -> Budget | None:
+        """The next job's budget, its lease taken from the room; None if the room cannot hold one."""
+        room = self.room
+        if room.why_full() is not None:
+            self.starved = True
+            return None
+        usd = tokens = None
+        if room.usd is not None and self._share_usd is not None:
+            cap = self.budget.per_evaluation_usd if evaluation else None
+            usd = min(max(self._share_usd, room.min_usd), cap or room.usd, room.usd)
+        if room.tokens is not None and self._share_tokens is not None:
+            cap_tokens = self.budget.per_evaluation_tokens if evaluation else None
+            tokens = min(max(self._share_tokens, room.min_tokens), cap_tokens or room.tokens, room.tokens)
+        self.room = Room(
+            usd=None if room.usd is None or usd is None else room.usd - usd,
+            tokens=None if room.tokens is None or tokens is None else room.tokens - tokens,
+            min_usd=room.min_usd,
+            min_tokens=room.min_tokens,
+        )
+        return Budget(
+            run_remaining_usd=usd,
+            run_remaining_tokens=tokens,
+            evaluation_usd=self.budget.per_evaluation_usd if evaluation else None,
+            evaluation_tokens=self.budget.per_evaluation_tokens if evaluation else None,
+        )
+
+
+def starved_reason(budget: BudgetConfig, used: Spent, room: Room) -> str:
+    """Why a run whose jobs cannot start, with nothing in flight, completes."""
+    if room.why_full() == "max_tokens":
+        return (
+            f"budget: max_tokens spent or reserved ({used.tokens} of {budget.max_tokens} used;"
+            f" no room for another job)"
+        )
+    return (
+        f"budget: max_usd spent or reserved (${used.usd:.4f} of ${budget.max_usd or 0:.4f} spent;"
+        f" no room for another job)"
     )

@@ -11,7 +11,9 @@ A tick takes each running run one move further along the path of its steps:
 Admission comes before selection so that an agent admitted in this tick is a candidate, and
 its step's slot free, at once; dispatch comes last so that every job decided in the tick is
 sent in it. A spent budget stops the run before any of this; a run whose children are all
-attempted completes once nothing is in flight.
+attempted completes once nothing is in flight. Every job sent carries a lease on the run's
+money and tokens (`service.leases`); a run whose jobs find no room left in its budget, with no
+lease out, completes.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from contracts.jobs import EvaluateJob, ImproveJob
 from contracts.logs import log_ids
-from service import lifecycle
+from service import leases, lifecycle
 from service.db.models import Evaluation, Event, Run, RunAgent, Step
 from service.driver import budget
 from service.driver.dispatch import Dispatcher
@@ -262,7 +264,12 @@ def drive(session: Session, run: Run, outbox: Outbox) -> None:
     elif _steps_in_flight(session, run) == 0 and not _agents_evaluating(session, run):
         complete(session, run=run, reason=_completion_reason(plan))
         return
-    dispatch_jobs(session, run, plan, used, outbox)
+    starved = dispatch_jobs(session, run, plan, used, outbox)
+    if starved is not None and leases.outstanding(session, run_id=run.id).leases == 0:
+        # Jobs wait for room that only a lease coming back could make, and none is out.
+        reason = budget.starved_reason(plan.budget, used, starved)
+        log.info("run %s stops: %s", run.id, reason)
+        complete(session, run=run, reason=reason)
 
 
 def advance_agents(session: Session, run: Run, plan: RunPlan) -> list[Verdict]:
@@ -296,29 +303,68 @@ def open_steps(session: Session, run: Run, parents: list[str]) -> None:
     session.flush()
 
 
-def dispatch_jobs(session: Session, run: Run, plan: RunPlan, used: budget.Spent, outbox: Outbox) -> None:
+def dispatch_jobs(
+    session: Session, run: Run, plan: RunPlan, used: budget.Spent, outbox: Outbox
+) -> budget.Room | None:
     """Jobs for the pending steps and evaluations not yet sent, or sent so long ago that the job
-    was lost with a broker or worker (ids make a second delivery harmless). After
-    MAX_DISPATCHES sends without an answer, the step fails and the evaluation counts as unresolved."""
+    was lost with a broker or worker (ids make a second delivery harmless), each with a lease
+    on the run's budget; a lost job's lease expires as it is sent again. After MAX_DISPATCHES
+    sends without an answer, the step fails and the evaluation counts as unresolved.
+
+    Returns the room left if some job was held back for want of it, else None."""
     now = datetime.now(UTC)
-    stale = now - timedelta(seconds=plan.time_limits.improve_s + REDISPATCH_MARGIN_S)
-    for step in session.scalars(
+    stale_step = now - timedelta(seconds=plan.time_limits.improve_s + REDISPATCH_MARGIN_S)
+    steps = session.scalars(
         select(Step)
         .where(
             Step.run_id == run.id,
             Step.status == StepStatus.PENDING,
-            or_(Step.dispatched_at.is_(None), Step.dispatched_at < stale),
+            or_(Step.dispatched_at.is_(None), Step.dispatched_at < stale_step),
         )
         .order_by(Step.number)
-    ).all():
-        if not _count_dispatch(step, now):
-            give_up_step(step, reason=NO_ANSWER)
+    ).all()
+    stale_evaluation = now - timedelta(seconds=plan.time_limits.evaluate_s + REDISPATCH_MARGIN_S)
+    evaluations = session.scalars(
+        select(Evaluation)
+        .where(
+            Evaluation.run_id == run.id,
+            Evaluation.status == EvaluationStatus.PENDING,
+            or_(Evaluation.dispatched_at.is_(None), Evaluation.dispatched_at < stale_evaluation),
+        )
+        .order_by(Evaluation.created_at, Evaluation.id)
+    ).all()
+    for step in steps:
+        if step.dispatched_at is not None:
+            leases.expire(session, step_id=step.id)
+    for evaluation in evaluations:
+        if evaluation.dispatched_at is not None:
+            leases.expire(session, evaluation_id=evaluation.id)
+    slicer = budget.LeaseSlicer(
+        plan.budget,
+        budget.room(session, run, plan.budget, used),
+        jobs=len(steps) + len(evaluations),
+        parallelism=plan.parallelism,
+    )
+    for step in steps:
+        if step.dispatches >= MAX_DISPATCHES:
+            give_up_step(session, step, reason=NO_ANSWER)
             continue
+        lease = slicer.next(evaluation=False)
+        if lease is None:
+            continue
+        _count_dispatch(step, now)
+        leases.grant(
+            session,
+            run_id=run.id,
+            step_id=step.id,
+            usd=lease.run_remaining_usd,
+            tokens=lease.run_remaining_tokens,
+        )
         outbox.improve.append(
             ImproveJob(
                 run_id=run.id,
                 limits=plan.limits,
-                budget=budget.job_budget(plan.budget, used, evaluation=False),
+                budget=lease,
                 step_id=step.id,
                 parent_id=step.parent_id,
                 improver_id=plan.improver_for(step.parent_id),
@@ -330,24 +376,26 @@ def dispatch_jobs(session: Session, run: Run, plan: RunPlan, used: budget.Spent,
                 ),
             )
         )
-    stale = now - timedelta(seconds=plan.time_limits.evaluate_s + REDISPATCH_MARGIN_S)
-    for evaluation in session.scalars(
-        select(Evaluation)
-        .where(
-            Evaluation.run_id == run.id,
-            Evaluation.status == EvaluationStatus.PENDING,
-            or_(Evaluation.dispatched_at.is_(None), Evaluation.dispatched_at < stale),
-        )
-        .order_by(Evaluation.created_at, Evaluation.id)
-    ).all():
-        if not _count_dispatch(evaluation, now):
-            give_up_evaluation(evaluation, reason=NO_ANSWER)
+    for evaluation in evaluations:
+        if evaluation.dispatches >= MAX_DISPATCHES:
+            give_up_evaluation(session, evaluation, reason=NO_ANSWER)
             continue
+        lease = slicer.next(evaluation=True)
+        if lease is None:
+            continue
+        _count_dispatch(evaluation, now)
+        leases.grant(
+            session,
+            run_id=run.id,
+            evaluation_id=evaluation.id,
+            usd=lease.run_remaining_usd,
+            tokens=lease.run_remaining_tokens,
+        )
         outbox.evaluate.append(
             EvaluateJob(
                 run_id=run.id,
                 limits=plan.limits,
-                budget=budget.job_budget(plan.budget, used, evaluation=True),
+                budget=lease,
                 evaluation_id=evaluation.id,
                 agent_id=evaluation.agent_id,
                 task_id=evaluation.task_id,
@@ -355,13 +403,11 @@ def dispatch_jobs(session: Session, run: Run, plan: RunPlan, used: budget.Spent,
                 benchmark=plan.benchmark,
             )
         )
+    return slicer.room if slicer.starved else None
 
 
-def _count_dispatch(item: Step | Evaluation, now: datetime) -> bool:
-    if item.dispatches >= MAX_DISPATCHES:
-        return False
+def _count_dispatch(item: Step | Evaluation, now: datetime) -> None:
     item.dispatched_at, item.dispatches = now, item.dispatches + 1
-    return True
 
 
 def _completion_reason(plan: RunPlan) -> str:

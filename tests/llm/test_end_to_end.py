@@ -179,17 +179,19 @@ def test_run_budget_refuses_with_its_own_message(make_gateway: MakeGateway) -> N
         error = _budget_error(port)
     body = error.response.json()["error"]
     assert body["code"] == "run_usd"
-    assert "run budget exhausted" in body["message"] and "$0.000000 left" in body["message"]
+    assert "run budget exhausted" in body["message"] and "leased of the run's budget" in body["message"]
     assert [r.status for r in gateway.calls] == ["budget_exceeded"]
 
 
-def test_run_token_budget(make_gateway: MakeGateway) -> None:
-    gateway = make_gateway(budget=Budget(run_remaining_tokens=1))
+def test_run_token_budget(make_gateway: MakeGateway, scripted: ScriptedServer) -> None:
+    """A lease too small for the prompt alone is refused before anything goes upstream."""
+    gateway = make_gateway(budget=Budget(run_remaining_tokens=20))
     with forwarder(gateway.config.socket_path) as (_, port):
-        client(port).chat.completions.create(model="scripted", messages=ask("hello"))  # type: ignore[arg-type]
         error = _budget_error(port)
-    assert error.response.json()["error"]["code"] == "run_tokens"
-    assert "the run had 1 left" in error.response.json()["error"]["message"]
+    body = error.response.json()["error"]
+    assert body["code"] == "run_tokens"
+    assert "lease of 20 tokens of the run's budget has 20 tokens left" in body["message"]
+    assert scripted.requests == []
 
 
 def test_stream_is_refused_clearly(make_gateway: MakeGateway, scripted: ScriptedServer) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from benchmarks.catalog import BenchmarkCatalog
@@ -15,7 +17,7 @@ from service.archive.git_store import GitStore
 from service.archive.store import Archive
 from service.db.engine import make_engine, make_session_factory
 from service.db.migrate import upgrade
-from service.db.models import Run, RunAgent
+from service.db.models import Evaluation, Run, RunAgent, Step
 from service.driver.loop import RunDriver
 from service.driver.plan import plan_run
 from service.results import record_evaluation
@@ -92,6 +94,12 @@ class World:
         old = self.archive.git.read_file(job.parent_id, "x.txt") or b""
         patch = make_patch(old.decode(), f"{self.version}\n", path="x.txt")
         return self.archive.create_child(step_id=job.step_id, patch=patch).id
+
+    def lose_jobs(self, model: type[Step] | type[Evaluation]) -> None:
+        """Every job of `model` sent so far goes unanswered past its time limit."""
+        with self.sessions.begin() as session:
+            for item in session.scalars(select(model)):
+                item.dispatched_at = datetime.now(UTC) - timedelta(days=1)
 
     def member(self, run_id: str, agent_id: str) -> RunAgent:
         with self.sessions() as session:

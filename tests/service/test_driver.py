@@ -127,7 +127,8 @@ def test_money_budget_stops_the_run_with_the_reason(world: World) -> None:
     run_id = world.start(budget={"max_children": 10, "max_usd": 0.5}, stages=[{"tasks": T[:2]}])
     world.driver.tick()
     _, evaluate = world.outbox.take()
-    assert evaluate[0].budget == Budget(run_remaining_usd=0.5)
+    # Two evaluations in flight: each holds a lease on half of the money.
+    assert [job.budget for job in evaluate] == [Budget(run_remaining_usd=0.25)] * 2
     world.answer(evaluate[0], resolved=True, usd=0.6)
     world.driver.tick()
     run = world.run(run_id)
@@ -218,7 +219,7 @@ def test_an_improve_job_carries_the_failure_to_diagnose_and_its_budget(world: Wo
     world.driver.tick()
     _, evaluate = world.outbox.take()
     assert {job.budget for job in evaluate} == {
-        Budget(run_remaining_tokens=1000, evaluation_usd=0.25)  # nothing spent yet
+        Budget(run_remaining_tokens=333, evaluation_usd=0.25)  # a third of the tokens each
     }
     failed = EvaluationResult(
         resolved=False,
@@ -237,7 +238,8 @@ def test_an_improve_job_carries_the_failure_to_diagnose_and_its_budget(world: Wo
     improve, _ = world.outbox.take()
     assert len(improve) == 1
     job = improve[0]
-    # Tokens used by the three evaluations (15 each) are gone; an improve job has no per-evaluation cap.
+    # Tokens used by the three evaluations (15 each) are gone, their leases' unused rest is back;
+    # the one job in flight may use all that is left, and an improve job has no per-evaluation cap.
     assert job.budget == Budget(run_remaining_tokens=1000 - 45)
     failure = job.failure
     assert failure is not None and failure.task_id in (T[1], T[2])

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.orm import sessionmaker
 
 from contracts.records import EvaluationResult
 from service.db.migrate import upgrade
+from service.leases import Reserved, grant, outstanding, settle
 from tests.servers import fresh_postgres_database
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
@@ -69,3 +71,24 @@ def test_an_unanswered_evaluation_from_before_0002_reads_as_a_typed_result(blank
     assert lost.infrastructure_failure == "no worker answered after 3 dispatches"
     graded = EvaluationResult.model_validate_json(stored["graded"])
     assert (graded.resolved, graded.grade_reason) == (True, "resolved")
+
+
+def test_a_database_from_before_0003_takes_leases_and_reserves_nothing(blank_database: str) -> None:
+    database_url = blank_database
+    upgrade(database_url, "0002")
+    engine = sa.create_engine(database_url)
+    try:
+        with engine.begin() as connection:
+            _legacy_rows(connection)  # a running run, evaluations answered long ago
+        upgrade(database_url)
+        sessions = sessionmaker(engine)
+        with sessions.begin() as session:
+            assert outstanding(session, run_id="run1") == Reserved(usd=0.0, tokens=0, leases=0)
+            grant(session, run_id="run1", evaluation_id="graded", usd=0.5, tokens=None)
+        with sessions.begin() as session:
+            assert outstanding(session, run_id="run1") == Reserved(usd=0.5, tokens=0, leases=1)
+            settle(session, usage=[], evaluation_id="graded")
+        with sessions() as session:
+            assert outstanding(session, run_id="run1").leases == 0
+    finally:
+        engine.dispose()

@@ -1,23 +1,48 @@
-"""Budgets of one gateway: the evaluation's own limits and what the run has left.
+"""Budgets of one gateway: the evaluation's own limits, and the job's lease on the run's budget.
 
-A call is refused once a limit is reached; the call that crosses a limit is
-let through and metered (its size is unknown until the upstream answers), so
-spending can overshoot by the calls already in flight, never by later ones.
+Per-evaluation limits: a call is refused once a limit is reached; the call that crosses it
+is let through and metered (its size is unknown until the upstream answers).
+
+The lease (`Budget.run_remaining_*`, reserved for this job by the driver) is never crossed
+by more than a misjudged prompt: before a call goes upstream, its worst case is held against
+the lease, the prompt's tokens estimated from the request and the reply's bounded by
+`max_tokens`. When the lease cannot pay for the agent's own `max_tokens` (or, when it set none,
+for UNCAPPED_REPLY_TOKENS), the request goes upstream with the `max_tokens` it can pay for;
+when it cannot pay for MIN_REPLY_TOKENS of reply, the call is refused. Calls in flight at once
+each hold their worst case, so they cannot cross the lease together either. Together with the
+driver's leases this keeps a run's spend within its budget however many jobs run at once.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 
 # A job's budget, as the driver sent it, is the gateway's budget.
 from contracts.jobs import Budget as Budget
+from worker.llm.pricing import PER_MILLION, ModelPrice
+
+MIN_REPLY_TOKENS = 16  # a lease that cannot pay for this much reply refuses the call
+UNCAPPED_REPLY_TOKENS = 32_768  # the reply a call without max_tokens is taken to stay within
 
 
 @dataclass(frozen=True)
 class BudgetRefusal:
     code: str  # evaluation_usd | evaluation_tokens | run_usd | run_tokens
     message: str
+
+
+@dataclass(frozen=True)
+class Hold:
+    """One call's worst case, held against the lease while it is in flight."""
+
+    usd: float
+    tokens: int
+    reply_cap: int | None  # the max_tokens the request must carry; None: leave it as the agent sent it
+
+
+NO_HOLD = Hold(0.0, 0, None)
 
 
 class BudgetMeter:
@@ -28,6 +53,8 @@ class BudgetMeter:
         self._lock = threading.Lock()
         self._usd = 0.0
         self._tokens = 0
+        self._held_usd = 0.0
+        self._held_tokens = 0
 
     @property
     def spent(self) -> tuple[float, int]:
@@ -56,13 +83,67 @@ class BudgetMeter:
         if b.run_remaining_usd is not None and usd >= b.run_remaining_usd:
             return BudgetRefusal(
                 "run_usd",
-                f"run budget exhausted: this evaluation spent ${usd:.6f} and the run had"
-                f" ${b.run_remaining_usd:.6f} left",
+                f"run budget exhausted: this job spent ${usd:.6f} of the ${b.run_remaining_usd:.6f}"
+                f" it was leased of the run's budget",
             )
         if b.run_remaining_tokens is not None and tokens >= b.run_remaining_tokens:
             return BudgetRefusal(
                 "run_tokens",
-                f"run token budget exhausted: this evaluation used {tokens} tokens and the run"
-                f" had {b.run_remaining_tokens} left",
+                f"run token budget exhausted: this job used {tokens} of the {b.run_remaining_tokens}"
+                f" tokens it was leased of the run's budget",
             )
         return None
+
+    def hold(
+        self, *, prompt_tokens: int, reply_tokens: int | None, price: ModelPrice | None
+    ) -> Hold | BudgetRefusal:
+        """Hold a call's worst case against the lease: `prompt_tokens` as estimated, the reply at
+        most `reply_tokens` (the agent's max_tokens, None if it set none), priced at `price`
+        (None: unpriced, free). Returns the hold, with the max_tokens the request must carry,
+        or why the lease cannot pay for the call."""
+        b = self.budget
+        if b.run_remaining_usd is None and b.run_remaining_tokens is None:
+            return NO_HOLD
+        smallest = min(MIN_REPLY_TOKENS, reply_tokens) if reply_tokens else MIN_REPLY_TOKENS
+        asked = reply_tokens or UNCAPPED_REPLY_TOKENS
+        with self._lock:
+            cap = asked
+            if b.run_remaining_tokens is not None:
+                left_tokens = b.run_remaining_tokens - self._tokens - self._held_tokens
+                cap = min(cap, left_tokens - prompt_tokens)
+                if cap < smallest:
+                    return self._refusal("run_tokens", prompt_tokens, f"{max(left_tokens, 0)} tokens")
+            if b.run_remaining_usd is not None and price is not None:
+                left_usd = b.run_remaining_usd - self._usd - self._held_usd
+                prompt_usd = prompt_tokens * price.prompt / PER_MILLION
+                if price.completion > 0:
+                    cap = min(cap, math.floor((left_usd - prompt_usd) * PER_MILLION / price.completion))
+                elif prompt_usd > left_usd:
+                    cap = -1
+                if cap < smallest:
+                    return self._refusal("run_usd", prompt_tokens, f"${max(left_usd, 0.0):.6f}")
+            usd = (
+                0.0
+                if price is None
+                else (prompt_tokens * price.prompt + cap * price.completion) / PER_MILLION
+            )
+            held = Hold(usd=usd, tokens=prompt_tokens + cap, reply_cap=cap if cap < asked else None)
+            self._held_usd += held.usd
+            self._held_tokens += held.tokens
+            return held
+
+    def release(self, held: Hold) -> None:
+        """The call is over (metered with `add`, or failed): its worst case is no longer held."""
+        with self._lock:
+            self._held_usd -= held.usd
+            self._held_tokens -= held.tokens
+
+    def _refusal(self, code: str, prompt_tokens: int, left: str) -> BudgetRefusal:
+        b = self.budget
+        lease = f"${b.run_remaining_usd:.6f}" if code == "run_usd" else f"{b.run_remaining_tokens} tokens"
+        kind = "run budget" if code == "run_usd" else "run token budget"
+        return BudgetRefusal(
+            code,
+            f"{kind} exhausted: this job's lease of {lease} of the run's budget has {left} left,"
+            f" not enough for a call of about {prompt_tokens} prompt tokens and a reply",
+        )

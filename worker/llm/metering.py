@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import math
 import os
 import threading
 import time
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from worker.llm.budget import Budget, BudgetMeter
+from worker.llm.budget import Budget, BudgetMeter, BudgetRefusal
 from worker.llm.httpjson import openai_error
 from worker.llm.pricing import PriceTable
 from worker.llm.records import (
@@ -71,6 +72,8 @@ class MeteredChat:
         self._calls: list[LLMCall] = []
         self._seq = itertools.count()
         self._in_flight = 0
+        # Real prompt tokens per estimated one, the highest seen: estimates only ever grow to fit.
+        self._prompt_ratio = 1.0
 
     @property
     def calls(self) -> list[LLMCall]:
@@ -137,23 +140,37 @@ class MeteredChat:
         if not model:
             record("error", 400, error="no model given")
             return _error(400, "'model' is required", "invalid_request_error")
-        refusal = self._meter.check()
-        if refusal is not None:
-            record("budget_exceeded", 429, error=refusal.message)
-            reply = _error(429, refusal.message, "budget_exceeded", refusal.code)
+        estimate = self._prompt_estimate(body)
+        held = self._meter.check() or self._meter.hold(
+            prompt_tokens=estimate, reply_tokens=_reply_tokens(body), price=self._prices.price(model)
+        )
+        if isinstance(held, BudgetRefusal):
+            record("budget_exceeded", 429, error=held.message)
+            reply = _error(429, held.message, "budget_exceeded", held.code)
             reply.headers["x-should-retry"] = "false"  # the openai client would retry a 429
             return reply
+        if held.reply_cap is not None:  # the lease pays for no longer a reply than this
+            keys = [k for k in ("max_completion_tokens", "max_tokens") if k in body] or ["max_tokens"]
+            body = {**body, **dict.fromkeys(keys, held.reply_cap)}
         with self._lock:
             self._in_flight += 1
         try:
-            return self._forward(body, model, record)
+            return self._forward(body, model, record, estimate)
         finally:
+            self._meter.release(held)
             # Only once the call is metered and recorded: `wait_idle` promises exactly that.
             with self._idle:
                 self._in_flight -= 1
                 self._idle.notify_all()
 
-    def _forward(self, body: dict[str, Any], model: str, record: Callable[..., None]) -> Reply:
+    def _prompt_estimate(self, body: dict[str, Any]) -> int:
+        """The prompt's tokens, from the request as JSON at 4 characters a token, scaled by the
+        worst ratio of real to estimated tokens this gateway has seen."""
+        raw = _raw_prompt_estimate(body)
+        with self._lock:
+            return math.ceil(raw * self._prompt_ratio)
+
+    def _forward(self, body: dict[str, Any], model: str, record: Callable[..., None], estimate: int) -> Reply:
         """Send the call upstream, meter what it cost and record it."""
         try:
             response = self._upstream.chat_completions({**body, "model": model})
@@ -163,6 +180,10 @@ class MeteredChat:
             record("error", status, error=message)
             return _error(status, message, exc.error_type)
         prompt, completion, estimated = _usage(response, body.get("messages"))
+        raw = _raw_prompt_estimate(body)
+        if not estimated and raw > 0 and prompt > estimate:
+            with self._lock:
+                self._prompt_ratio = max(self._prompt_ratio, prompt / raw)
         answered = response.get("model") if isinstance(response.get("model"), str) else model
         cost, known = self._cost(str(answered), model, prompt, completion)
         self._meter.add(cost, prompt + completion)
@@ -207,6 +228,21 @@ class MeteredChat:
 
 def _error(status: int, message: str, error_type: str, code: str | None = None) -> Reply:
     return Reply(status, openai_error(message, error_type, code))
+
+
+def _raw_prompt_estimate(body: dict[str, Any]) -> int:
+    text = json.dumps([body.get("messages"), body.get("tools")], default=str)
+    return -(-len(text) // 4)
+
+
+def _reply_tokens(body: dict[str, Any]) -> int | None:
+    """The most reply tokens the agent asked for, if it said."""
+    caps = [
+        v
+        for v in (body.get("max_completion_tokens"), body.get("max_tokens"))
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0
+    ]
+    return min(caps) if caps else None
 
 
 def _usage(response: dict[str, Any], request_messages: object) -> tuple[int, int, bool]:

@@ -192,13 +192,18 @@ class ScriptedModel:
             }
             for i, call in enumerate(reply.tool_calls)
         ]
-        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        content, finish = reply.content, reply.finish or ("tool_calls" if tool_calls else "stop")
+        completion = count_tokens(content or "") + sum(
+            count_tokens(call.name + _arguments(call.arguments)) for call in reply.tool_calls
+        )
+        cap = _reply_cap(body)
+        if cap is not None and completion > cap:  # cut at max_tokens, as a real model stops
+            content, tool_calls, finish = (content or "")[: 4 * cap], [], "length"
+            completion = count_tokens(content)
+        message: dict[str, Any] = {"role": "assistant", "content": content}
         if tool_calls:
             message["tool_calls"] = tool_calls
         prompt = sum(4 + count_tokens(text) for text in conv.contents)
-        completion = count_tokens(reply.content or "") + sum(
-            count_tokens(call.name + _arguments(call.arguments)) for call in reply.tool_calls
-        )
         digest = hashlib.sha256(json.dumps([body, label], sort_keys=True).encode()).hexdigest()
         model = conv.model if conv.model.startswith(SCRIPTED_PREFIX) else self.script.model
         return label, {
@@ -211,7 +216,7 @@ class ScriptedModel:
                 {
                     "index": 0,
                     "message": message,
-                    "finish_reason": reply.finish or ("tool_calls" if tool_calls else "stop"),
+                    "finish_reason": finish,
                     "logprobs": None,
                 }
             ],
@@ -221,6 +226,15 @@ class ScriptedModel:
                 "total_tokens": prompt + completion,
             },
         }
+
+
+def _reply_cap(body: dict[str, Any]) -> int | None:
+    caps = [
+        v
+        for v in (body.get("max_completion_tokens"), body.get("max_tokens"))
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 0
+    ]
+    return min(caps) if caps else None
 
 
 def _arguments(arguments: dict[str, Any] | str) -> str:
