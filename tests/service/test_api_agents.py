@@ -14,6 +14,7 @@ from tests.helpers import tar_names, tar_of, write_agent
 from tests.servers import AppService
 from tests.service.helpers import (
     CORE,
+    add_evaluation,
     agent_ids,
     core_patch,
     open_step_in,
@@ -215,27 +216,9 @@ def test_exports(service: AppService, seed_id: str, tmp_path: Path) -> None:
 
 
 def test_evaluation_result_delivered_twice_is_recorded_once(service: AppService, seed_id: str) -> None:
-    from sqlalchemy import create_engine
-    from sqlalchemy.orm import Session
-
-    from service.db.models import Evaluation
-
     url = service.env["CLADE_DATABASE_URL"]
     run_id = start_run(service, seed_id)
-    engine = create_engine(url)
-    with Session(engine) as session:
-        session.add(
-            Evaluation(
-                id="e1",
-                run_id=run_id,
-                agent_id=seed_id,
-                task_id="clade-mini__textkit-1",
-                stage=0,
-                status="pending",
-            )
-        )
-        session.commit()
-    engine.dispose()
+    add_evaluation(url, run_id=run_id, agent_id=seed_id, evaluation_id="e1")
     body = {
         "result": {"resolved": True, "diff": "--- a/x\n+++ b/x\n", "durations": {"total_s": 3.5}},
         "usage": [
@@ -277,27 +260,9 @@ def test_evaluation_result_delivered_twice_is_recorded_once(service: AppService,
 def test_a_tampered_evaluation_is_never_resolved_and_is_listed_as_tampered(
     service: AppService, seed_id: str
 ) -> None:
-    from sqlalchemy import create_engine
-    from sqlalchemy.orm import Session
-
-    from service.db.models import Evaluation
-
     url = service.env["CLADE_DATABASE_URL"]
     run_id = start_run(service, seed_id)
-    engine = create_engine(url)
-    with Session(engine) as session:
-        session.add(
-            Evaluation(
-                id="e-forged",
-                run_id=run_id,
-                agent_id=seed_id,
-                task_id="clade-mini__textkit-1",
-                stage=0,
-                status="pending",
-            )
-        )
-        session.commit()
-    engine.dispose()
+    add_evaluation(url, run_id=run_id, agent_id=seed_id, evaluation_id="e-forged")
     evidence = "the must-fail canary test_keeps_order was reported PASSED"
     dropped = {"conftest.py": "conftest.py: pytest loads it as a plugin"}
     forged = {"resolved": True, "tampered": evidence, "dropped_for_grading": dropped}
