@@ -27,7 +27,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from contracts.jobs import EvaluateJob, ImproveJob
+from contracts.jobs import Budget, EvaluateJob, ImproveJob
 from contracts.logs import log_ids
 from service import leases, lifecycle
 from service.db.models import Evaluation, Event, Run, RunAgent, Step
@@ -349,17 +349,9 @@ def dispatch_jobs(
         if step.dispatches >= MAX_DISPATCHES:
             give_up_step(session, step, reason=NO_ANSWER)
             continue
-        lease = slicer.next(evaluation=False)
+        lease = _lease_for(session, slicer, step, now)
         if lease is None:
             continue
-        _count_dispatch(step, now)
-        leases.grant(
-            session,
-            run_id=run.id,
-            step_id=step.id,
-            usd=lease.run_remaining_usd,
-            tokens=lease.run_remaining_tokens,
-        )
         outbox.improve.append(
             ImproveJob(
                 run_id=run.id,
@@ -380,17 +372,9 @@ def dispatch_jobs(
         if evaluation.dispatches >= MAX_DISPATCHES:
             give_up_evaluation(session, evaluation, reason=NO_ANSWER)
             continue
-        lease = slicer.next(evaluation=True)
+        lease = _lease_for(session, slicer, evaluation, now)
         if lease is None:
             continue
-        _count_dispatch(evaluation, now)
-        leases.grant(
-            session,
-            run_id=run.id,
-            evaluation_id=evaluation.id,
-            usd=lease.run_remaining_usd,
-            tokens=lease.run_remaining_tokens,
-        )
         outbox.evaluate.append(
             EvaluateJob(
                 run_id=run.id,
@@ -408,6 +392,27 @@ def dispatch_jobs(
 
 def _count_dispatch(item: Step | Evaluation, now: datetime) -> None:
     item.dispatched_at, item.dispatches = now, item.dispatches + 1
+
+
+def _lease_for(
+    session: Session, slicer: budget.LeaseSlicer, item: Step | Evaluation, now: datetime
+) -> Budget | None:
+    """The budget slice this dispatch of `item` may spend, recorded as its lease; None while the
+    run's room cannot hold one (the job waits for a later tick, its dispatch not counted)."""
+    evaluation = isinstance(item, Evaluation)
+    lease = slicer.next(evaluation=evaluation)
+    if lease is None:
+        return None
+    _count_dispatch(item, now)
+    leases.grant(
+        session,
+        run_id=item.run_id,
+        step_id=None if evaluation else item.id,
+        evaluation_id=item.id if evaluation else None,
+        usd=lease.run_remaining_usd,
+        tokens=lease.run_remaining_tokens,
+    )
+    return lease
 
 
 def _completion_reason(plan: RunPlan) -> str:
