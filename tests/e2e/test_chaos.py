@@ -30,8 +30,8 @@ from tests.e2e.chaos import ChaosCluster, chaos_cluster, disruptions, drive_with
 from worker.curriculum import Curriculum
 
 pytestmark = [pytest.mark.docker, pytest.mark.xdist_group("chaos")]
-A, B, C = "clade-mini__textkit-1", "clade-mini__spanlib-1", "clade-mini__ledger-1"
-CURRICULUM = Curriculum(seed=[A], gen1=[B], gen2=[C])
+A, B = "clade-mini__textkit-1", "clade-mini__spanlib-1"
+CURRICULUM = Curriculum(seed=[A], gen1=[B])
 # Short limits so that a job lost with a killed worker comes back soon: Redis gives it again
 # after the visibility timeout (above the hard limits, as the service demands), the driver
 # after the hard limit plus the margin.
@@ -55,7 +55,7 @@ def run_config(parallelism: int, children: int) -> dict[str, Any]:
     return {
         "name": f"chaos-p{parallelism}",
         "benchmark": {"name": "clade-mini"},
-        "stages": [{"tasks": [A, B], "threshold": 0.3}, {"tasks": [C]}],
+        "stages": [{"tasks": [A, B], "threshold": 0.3}],
         "selection": {"strategy": "score_child_prop"},
         "budget": {"max_children": children},
         "limits": LIMITS,
@@ -153,9 +153,9 @@ def run_undisturbed(tmp_path: Path, config: dict[str, Any]) -> tuple[dict[str, A
 def test_parallelism_1_under_chaos_equals_the_reference(
     tmp_path: Path, base_image: str, docker_client: Any
 ) -> None:
-    config = run_config(parallelism=1, children=3)
+    config = run_config(parallelism=1, children=2)
     reference, took_s = run_undisturbed(tmp_path, config)
-    assert len(reference["agents"]) == 4  # the seed and three children
+    assert len(reference["agents"]) == 3  # the seed and two children
     plan_size = WORKER_KILLS + 3
     rng = random.Random(CHAOS_SEED)
     plan = disruptions(rng, WORKER, WORKER_KILLS)
