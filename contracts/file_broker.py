@@ -85,6 +85,22 @@ class Channel(filesystem.Channel):
     _claim_folder: Path | None = None
     _swept_at = 0.0
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
+        # Queues consumed without acknowledgements (Celery's remote control): taken, not claimed.
+        self._no_ack_queues: set[str] = set()
+
+    def basic_consume(self, queue: str, no_ack: bool, *args: Any, **kwargs: Any) -> Any:
+        if no_ack:
+            self._no_ack_queues.add(queue)
+        return super().basic_consume(queue, no_ack, *args, **kwargs)  # type: ignore[no-untyped-call]
+
+    def basic_get(self, queue: str, no_ack: bool = False, **kwargs: Any) -> Any:
+        message = super().basic_get(queue, no_ack, **kwargs)  # type: ignore[no-untyped-call]
+        if no_ack:
+            _release(message)
+        return message
+
     @property
     def _broker(self) -> Path:
         return Path(self.data_folder_in).parent
@@ -113,7 +129,10 @@ class Channel(filesystem.Channel):
             except FileNotFoundError:  # another consumer took it
                 continue
             payload: dict[str, Any] = loads(claim.read_bytes())  # type: ignore[no-untyped-call]
-            payload.setdefault("properties", {})[CLAIM_PROPERTY] = str(claim)
+            if queue in self._no_ack_queues:  # no acknowledgement will come to release it
+                claim.unlink()
+            else:
+                payload.setdefault("properties", {})[CLAIM_PROPERTY] = str(claim)
             return payload
         raise Empty()
 

@@ -61,3 +61,14 @@ def test_a_rejected_message_is_requeued_once(tmp_path: Path) -> None:
         again.ack()
         assert queue.qsize() == 0
     assert list((tmp_path / "broker" / "claimed").rglob("*.msg")) == []
+
+
+def test_a_message_taken_without_acknowledgement_leaves_no_claim(tmp_path: Path) -> None:
+    with _connection(tmp_path) as conn:
+        queue = conn.SimpleQueue(QUEUE, no_ack=True)
+        queue.put({"job": 3})
+        assert queue.get(timeout=10).payload == {"job": 3}
+        channel = conn.default_channel
+        channel.basic_publish(channel.prepare_message('{"job": 4}'), exchange="", routing_key="jobs")
+        assert channel.basic_get("jobs", no_ack=True) is not None
+    assert list((tmp_path / "broker" / "claimed").rglob("*.msg")) == []
