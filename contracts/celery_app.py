@@ -2,7 +2,9 @@
 
 Redis (or any kombu URL) when `CLADE_BROKER_URL` is set; otherwise kombu's
 filesystem transport in the data directory: an embedded broker that needs no
-server, for `clade up` and the demo on one machine.
+server, for `clade up` and the demo on one machine. Its messages are claimed, not
+deleted, until acknowledged, so a killed worker's job is delivered again
+(contracts/file_broker.py).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ def make_celery(settings: Settings) -> Celery:
         }
     app.conf.update(
         broker_url=settings.resolved_broker_url,
+        # The file broker with redelivery; None: the URL's own transport.
+        broker_transport=None if settings.broker_url else "contracts.file_broker:Transport",
         broker_transport_options=options,
         broker_connection_retry_on_startup=True,
         task_default_queue=QUEUE,

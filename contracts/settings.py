@@ -49,6 +49,8 @@ class Settings(BaseSettings):
     driver_interval_s: float = 1.0
     # While driver ticks fail, the wait between them doubles from the interval up to this.
     driver_max_backoff_s: float = 60.0
+    # A job unanswered this long past its hard time limit is sent again (lost with a broker or worker).
+    driver_redispatch_margin_s: float = Field(default=120.0, ge=0)
     # /api/health answers 503 once the last successful tick is older; None: max(30 s, 10 intervals).
     driver_stale_after_s: float | None = None
 

@@ -8,7 +8,7 @@ from fastapi import FastAPI, Request, Response, status
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from contracts.config import ConfigFieldError
@@ -68,12 +68,21 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 async def _database_error(request: Request, exc: Exception) -> JSONResponse:
-    """A database write that found the disk full is a 507 like the archive's; any other error stays a 500."""
+    """A database write that found the disk full is a 507 like the archive's; a database that cannot
+    be reached (restarting, its connection cut) a 503 to retry; any other error stays a 500."""
     assert isinstance(exc, DBAPIError)
     full = as_storage_full(exc, request.app.state.services.settings.data_dir)
-    if full is None:
-        raise exc
-    return JSONResponse(status_code=status.HTTP_507_INSUFFICIENT_STORAGE, content={"detail": str(full)})
+    if full is not None:
+        return JSONResponse(status_code=status.HTTP_507_INSUFFICIENT_STORAGE, content={"detail": str(full)})
+    if isinstance(exc, OperationalError) or exc.connection_invalidated:
+        lines = str(exc.orig or exc).strip().splitlines()
+        cause = lines[0] if lines else type(exc).__name__
+        return JSONResponse(
+            status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+            content={"detail": f"database unavailable, retry later: {cause}"},
+            headers={"Retry-After": "5"},
+        )
+    raise exc
 
 
 def install(app: FastAPI) -> None:

@@ -43,8 +43,9 @@ from service.runs import complete
 from service.steps import open_step
 
 log = logging.getLogger("clade.driver")
-# A job is sent again if no answer came within its hard time limit plus this margin.
-REDISPATCH_MARGIN_S = 120
+# A job is sent again if no answer came within its hard time limit plus this margin
+# (CLADE_DRIVER_REDISPATCH_MARGIN_S).
+REDISPATCH_MARGIN_S = 120.0
 MAX_DISPATCHES = 3
 NO_ANSWER = f"no worker answered after {MAX_DISPATCHES} dispatches"
 
@@ -105,11 +106,13 @@ class RunDriver:
         dispatcher: Dispatcher,
         interval_s: float,
         max_backoff_s: float = 60.0,
+        redispatch_margin_s: float = REDISPATCH_MARGIN_S,
     ) -> None:
         self.sessions = sessions
         self.dispatcher = dispatcher
         self.interval_s = interval_s
         self.max_backoff_s = max(interval_s, max_backoff_s)
+        self.redispatch_margin_s = redispatch_margin_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()  # the state below is read by API threads
@@ -202,7 +205,7 @@ class RunDriver:
         with self.sessions.begin() as session:
             run = session.get(Run, run_id, with_for_update=True)
             if run is not None and run.status == RunStatus.RUNNING:
-                drive(session, run, outbox)
+                drive(session, run, outbox, redispatch_margin_s=self.redispatch_margin_s)
         for improve in outbox.improve:
             self.dispatcher.improve(improve)
         for evaluate in outbox.evaluate:
@@ -249,7 +252,9 @@ def describe(exc: BaseException) -> str:
     return text if len(text) <= 500 else text[:497] + "..."
 
 
-def drive(session: Session, run: Run, outbox: Outbox) -> None:
+def drive(
+    session: Session, run: Run, outbox: Outbox, *, redispatch_margin_s: float = REDISPATCH_MARGIN_S
+) -> None:
     """One tick of a run, decided from what the database holds now."""
     plan = stored_plan(run)
     used = budget.spent(session, run)
@@ -264,7 +269,7 @@ def drive(session: Session, run: Run, outbox: Outbox) -> None:
     elif _steps_in_flight(session, run) == 0 and not _agents_evaluating(session, run):
         complete(session, run=run, reason=_completion_reason(plan))
         return
-    starved = dispatch_jobs(session, run, plan, used, outbox)
+    starved = dispatch_jobs(session, run, plan, used, outbox, redispatch_margin_s=redispatch_margin_s)
     if starved is not None and leases.outstanding(session, run_id=run.id).leases == 0:
         # Jobs wait for room that only a lease coming back could make, and none is out.
         reason = budget.starved_reason(plan.budget, used, starved)
@@ -304,7 +309,13 @@ def open_steps(session: Session, run: Run, parents: list[str]) -> None:
 
 
 def dispatch_jobs(
-    session: Session, run: Run, plan: RunPlan, used: budget.Spent, outbox: Outbox
+    session: Session,
+    run: Run,
+    plan: RunPlan,
+    used: budget.Spent,
+    outbox: Outbox,
+    *,
+    redispatch_margin_s: float = REDISPATCH_MARGIN_S,
 ) -> budget.Room | None:
     """Jobs for the pending steps and evaluations not yet sent, or sent so long ago that the job
     was lost with a broker or worker (ids make a second delivery harmless), each with a lease
@@ -313,7 +324,7 @@ def dispatch_jobs(
 
     Returns the room left if some job was held back for want of it, else None."""
     now = datetime.now(UTC)
-    stale_step = now - timedelta(seconds=plan.time_limits.improve_s + REDISPATCH_MARGIN_S)
+    stale_step = now - timedelta(seconds=plan.time_limits.improve_s + redispatch_margin_s)
     steps = session.scalars(
         select(Step)
         .where(
@@ -323,7 +334,7 @@ def dispatch_jobs(
         )
         .order_by(Step.number)
     ).all()
-    stale_evaluation = now - timedelta(seconds=plan.time_limits.evaluate_s + REDISPATCH_MARGIN_S)
+    stale_evaluation = now - timedelta(seconds=plan.time_limits.evaluate_s + redispatch_margin_s)
     evaluations = session.scalars(
         select(Evaluation)
         .where(

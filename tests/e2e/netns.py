@@ -22,7 +22,6 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import pwd
 import re
 import shutil
 import signal
@@ -42,6 +41,7 @@ import httpx
 import psycopg
 
 from sandbox.registry import get_backend
+from tests.e2e import stores
 from worker.llm.script import Script
 
 T = TypeVar("T")
@@ -212,18 +212,6 @@ def _wire(hub: str, workers: list[WorkerHost]) -> None:
         ip("-n", host.namespace, "link", "set", "lo", "up")
 
 
-def _postgres_bin() -> Path:
-    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"), key=lambda p: int(p.parts[-3]))
-    if not versions:
-        raise NamespacesUnavailable("no PostgreSQL server under /usr/lib/postgresql")
-    return versions[-1].parent
-
-
-def _as_postgres() -> list[str]:
-    user = pwd.getpwnam("postgres")
-    return ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups"]
-
-
 def _clean_env(extra: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("CLADE_")} | extra
 
@@ -311,7 +299,7 @@ def _spawn(
     if hostname:  # a host name of its own: a new UTS namespace, then exec the command
         command += ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', hostname]
     if as_postgres:
-        command += _as_postgres()
+        command += stores.as_postgres()
     path = log_path or cluster.root / f"{name}.log"
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("ab") as log:
@@ -324,16 +312,10 @@ def _spawn(
 
 def _start_hub(cluster: NetnsCluster, script: Script) -> None:
     root, hub = cluster.root, cluster.hub_namespace
-    pg_bin, data, sockets = _postgres_bin(), root / "pg", root / "pg-socket"
-    data.mkdir()
+    pg_bin, data, sockets = stores.postgres_bin(), root / "pg", root / "pg-socket"
     sockets.mkdir()
-    shutil.chown(data, "postgres", "postgres")
     shutil.chown(sockets, "postgres", "postgres")
-    subprocess.run(
-        [*_as_postgres(), str(pg_bin / "initdb"), "-D", str(data), "-U", "clade", "-A", "trust", "-N"],
-        check=True,
-        capture_output=True,
-    )
+    stores.init_postgres(data)
     with (data / "pg_hba.conf").open("a") as hba:  # initdb trusts loopback only; here, the hub's subnet
         hba.write(f"host all all {SUBNET}.0/24 trust\n")
     postgres_argv = [str(pg_bin / "postgres"), "-D", str(data), "-k", str(sockets), "-p", str(POSTGRES_PORT)]
