@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import ColumnElement, func, select
+import json
+
+from sqlalchemy import ColumnElement, func, select, text
 from sqlalchemy.orm import Session
 
 from contracts.errors import NotFoundError
@@ -147,6 +149,34 @@ def lineage(session: Session, *, run_id: str) -> dict[str, object]:
         for agent_id, parent_id, status, reason, score, stage_reached, children, step, created_at in rows
     ]
     return {"run_id": run_id, "nodes": nodes}
+
+
+# The lineage's nodes built by PostgreSQL as one JSON text, in `lineage`'s shape and order. At
+# 100,000 agents, loading the rows into Python and encoding them took 2-3 s; this is one string.
+# Times as Python's isoformat() writes an aware UTC time (no fraction when it is zero).
+_PG_LINEAGE_NODES = text(
+    """
+    SELECT coalesce(json_agg(json_build_object(
+        'id', agent_id, 'parent_id', parent_id, 'status', status, 'reason', reason,
+        'score', score, 'stage_reached', stage_reached, 'children', children,
+        'step', step_number,
+        'created_at', to_char(created_at AT TIME ZONE 'UTC',
+            CASE WHEN date_trunc('second', created_at) = created_at
+                 THEN 'YYYY-MM-DD"T"HH24:MI:SS' ELSE 'YYYY-MM-DD"T"HH24:MI:SS.US' END) || '+00:00'
+    ) ORDER BY created_at, agent_id), '[]')::text
+    FROM run_agents WHERE run_id = :run_id
+    """
+)
+
+
+def lineage_json(session: Session, *, run_id: str, extra: dict[str, int] | None = None) -> str:
+    """`lineage` as JSON text (with `extra` top-level fields): built in the database on PostgreSQL."""
+    if session.get_bind().dialect.name != "postgresql":
+        return json.dumps(lineage(session, run_id=run_id) | (extra or {}), separators=(",", ":"))
+    get_run(session, run_id=run_id)
+    nodes = session.scalar(_PG_LINEAGE_NODES, {"run_id": run_id})
+    head = json.dumps({"run_id": run_id} | (extra or {}), separators=(",", ":"))
+    return f'{head[:-1]},"nodes":{nodes}}}'
 
 
 def run_agents(
