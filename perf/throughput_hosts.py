@@ -7,12 +7,14 @@ scored in an evaluation-only run (as perf/bench_throughput.py does; its warm-up 
   local-2   one worker with 2 slots (concurrency 2), same stack
   hosts-1x1 the network-namespace topology of tests/e2e/netns.py (hub with Postgres, Redis,
             the service and the model) with one worker host of 1 slot: the baseline for ...
+  hosts-1x2 the same topology, one worker host with 2 slots (separates the stores' effect from
+            the hosts')
   hosts-2x1 ... the same topology with two worker hosts of 1 slot each
 
 Tasks per minute = tasks / wall time from run start to completion. Ratios are printed against
 local-1 (and hosts-2x1 against hosts-1x1, same stores). The hosts modes need root and `ip`.
 
-    python perf/throughput_hosts.py [--subset all] [--modes local-1 local-2 hosts-1x1 hosts-2x1]
+    python perf/throughput_hosts.py [--subset all] [--modes local-1 local-2 hosts-1x1 hosts-1x2 hosts-2x1]
 """
 
 from __future__ import annotations
@@ -51,9 +53,9 @@ def _wait_run(cluster: NetnsCluster, run_id: str, timeout_s: float = 1800) -> No
         time.sleep(0.25)
 
 
-def measure_hosts(hosts: int, subset: str) -> tuple[int, float]:
+def measure_hosts(hosts: int, slots: int, subset: str) -> tuple[int, float]:
     script = build_script(get_benchmark("clade-mini").tasks(), DEMO_CURRICULUM)
-    with netns_cluster(script, workers=hosts, concurrency=1) as cluster:
+    with netns_cluster(script, workers=hosts, concurrency=slots) as cluster:
         files = {"file": ("seed.tar", pack_agent(SEED_AGENT_DIR), "application/x-tar")}
         seed = _call(cluster, "POST", "/api/seeds", files=files)["id"]
         config = {
@@ -61,8 +63,8 @@ def measure_hosts(hosts: int, subset: str) -> tuple[int, float]:
             "benchmark": {"name": "clade-mini"},
             "budget": {"max_children": 0},
         }
-        # Warm-up: as many tasks as hosts (image lookup, first imports on each), then the timed run.
-        warm = [task.instance_id for task in get_benchmark("clade-mini").tasks()[:hosts]]
+        # Warm-up: a task per slot (image lookup, first imports on each), then the timed run.
+        warm = [task.instance_id for task in get_benchmark("clade-mini").tasks()[: hosts * slots]]
         run = _call(cluster, "POST", "/api/runs", json=config | {"stages": [{"tasks": warm}]})
         _wait_run(cluster, run["id"])
         start = time.monotonic()
@@ -77,8 +79,8 @@ def main() -> None:
     parser.add_argument(
         "--modes",
         nargs="+",
-        choices=("local-1", "local-2", "hosts-1x1", "hosts-2x1"),
-        default=["local-1", "local-2", "hosts-1x1", "hosts-2x1"],
+        choices=("local-1", "local-2", "hosts-1x1", "hosts-1x2", "hosts-2x1"),
+        default=["local-1", "local-2", "hosts-1x1", "hosts-1x2", "hosts-2x1"],
     )
     args = parser.parse_args()
     rates: dict[str, float] = {}
@@ -88,7 +90,8 @@ def main() -> None:
         if kind == "local":
             tasks, elapsed = measure_local(int(shape), args.subset)
         else:
-            tasks, elapsed = measure_hosts(int(shape.split("x")[0]), args.subset)
+            hosts, slots = (int(n) for n in shape.split("x"))
+            tasks, elapsed = measure_hosts(hosts, slots, args.subset)
         rates[mode] = tasks / elapsed * 60
         rows.append((mode, tasks, elapsed))
         print(f"{mode}: {tasks} tasks in {elapsed:.1f}s = {rates[mode]:.1f} tasks/min", flush=True)
