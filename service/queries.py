@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import ColumnElement, func, select
+import json
+
+from sqlalchemy import ColumnElement, func, select, text
 from sqlalchemy.orm import Session
 
 from contracts.errors import NotFoundError
@@ -147,6 +149,45 @@ def lineage(session: Session, *, run_id: str) -> dict[str, object]:
         for agent_id, parent_id, status, reason, score, stage_reached, children, step, created_at in rows
     ]
     return {"run_id": run_id, "nodes": nodes}
+
+
+# The lineage's nodes as one JSON text, built by PostgreSQL in `lineage`'s shape and order: at
+# 100,000 agents, loading the rows into Python and encoding them took 2-3 s (under load), and
+# json_agg(json_build_object(...)) still 1.3-1.8 s; concatenating each row's text and joining
+# them (ordered in the aggregate, which guarantees it) takes a third to half of that. Ids and
+# statuses are hex or fixed words (nothing to escape); the free-text reason goes through
+# to_json. float8's text is the shortest exact form, as Python's repr; times are written as
+# Python's isoformat() writes an aware UTC time.
+_PG_LINEAGE_NODES = text(
+    """
+    SELECT '[' || coalesce(string_agg(node, ',' ORDER BY created_at, agent_id), '') || ']' FROM (
+        SELECT created_at, agent_id, concat(
+            '{"id":"', agent_id,
+            '","parent_id":', coalesce('"' || parent_id || '"', 'null'),
+            ',"status":"', status,
+            '","reason":', coalesce(to_json(reason)::text, 'null'),
+            ',"score":', coalesce(score::text, 'null'),
+            ',"stage_reached":', stage_reached,
+            ',"children":', children,
+            ',"step":', coalesce(step_number::text, 'null'),
+            ',"created_at":"', to_char(created_at AT TIME ZONE 'UTC',
+                CASE WHEN date_trunc('second', created_at) = created_at
+                     THEN 'YYYY-MM-DD"T"HH24:MI:SS' ELSE 'YYYY-MM-DD"T"HH24:MI:SS.US' END),
+            '+00:00"}') AS node
+        FROM run_agents WHERE run_id = :run_id
+    ) AS nodes
+    """
+)
+
+
+def lineage_json(session: Session, *, run_id: str, extra: dict[str, int] | None = None) -> str:
+    """`lineage` as JSON text (with `extra` top-level fields): built in the database on PostgreSQL."""
+    if session.get_bind().dialect.name != "postgresql":
+        return json.dumps(lineage(session, run_id=run_id) | (extra or {}), separators=(",", ":"))
+    get_run(session, run_id=run_id)
+    nodes = session.scalar(_PG_LINEAGE_NODES, {"run_id": run_id})
+    head = json.dumps({"run_id": run_id} | (extra or {}), separators=(",", ":"))
+    return f'{head[:-1]},"nodes":{nodes}}}'
 
 
 def run_agents(

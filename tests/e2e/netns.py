@@ -263,8 +263,9 @@ def netns_cluster(script: Script, *, workers: int = 2, concurrency: int = 2) -> 
         root = Path(tempfile.mkdtemp(prefix="clade-netns-", dir="/tmp"))  # short: socket paths < 108 bytes
         stack.callback(shutil.rmtree, root, ignore_errors=True)
         root.chmod(0o755)  # Postgres (its own user) reaches its folders below
+        suffix = root.name[-6:].replace("_", "x")  # mkdtemp may put "_" in; no host name may have one
         hosts = [
-            WorkerHost(f"{prefix}-w{i}", f"{SUBNET}.{10 + i}", f"w{i}-{root.name[-6:]}", root / f"w{i}")
+            WorkerHost(f"{prefix}-w{i}", f"{SUBNET}.{10 + i}", f"w{i}-{suffix}", root / f"w{i}")
             for i in range(1, workers + 1)
         ]
         hub_namespace = f"{prefix}-hub"

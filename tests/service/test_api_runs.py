@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import create_engine
+from sqlalchemy.orm import Session
 
+from service import queries
+from service.archive.git_store import GitStore
+from service.db.models import Agent, RunAgent
 from tests.servers import AppService
 from tests.service.helpers import config, row_counts
 
@@ -107,3 +113,44 @@ def test_writes_need_the_admin_token(service: AppService, seed_id: str) -> None:
         assert worker.post("/api/runs", json=config(seed_id)).status_code == 401
     with service.anonymous as anonymous:
         assert anonymous.get(f"/api/worker/agents/{seed_id}/code").status_code == 401
+
+
+def test_lineage_built_in_the_database_matches_the_rows(service: AppService, seed_id: str) -> None:
+    """On Postgres the lineage's JSON is built by the database: same nodes, values and order."""
+    with service.admin as client:
+        run = client.post("/api/runs", json=config(seed_id)).json()
+    engine = create_engine(service.database_url)
+    tree = GitStore(service.data_dir / "archive.git").tree_of(seed_id)
+    whole = datetime(2099, 1, 2, 3, 4, 5, tzinfo=UTC)  # no fraction: isoformat() leaves it out
+    children = [
+        ("1" * 40, seed_id, "admitted", None, 0.8444218515250481, 2, whole),
+        ("2" * 40, "1" * 40, "rejected", 'fails "quoted" \\ and ünïcode\n', None, 0, whole),
+        ("3" * 40, "1" * 40, "evaluating", None, 1 / 3, 1, whole + timedelta(microseconds=7)),
+    ]
+    with Session(engine) as session:
+        for step, (agent, parent, status, reason, score, stage, at) in enumerate(children, start=1):
+            session.add(Agent(id=agent, parent_id=parent, kind="child", tree_id=tree, run_id=run["id"]))
+            session.flush()
+            session.add(
+                RunAgent(
+                    run_id=run["id"],
+                    agent_id=agent,
+                    parent_id=parent,
+                    status=status,
+                    reason=reason,
+                    score=score,
+                    stage_reached=stage,
+                    step_number=step,
+                    created_at=at,
+                )
+            )
+        session.commit()
+        expected = queries.lineage(session, run_id=run["id"])
+    engine.dispose()
+    with service.anonymous as reader:
+        got = reader.get(f"/api/runs/{run['id']}/lineage").json()
+        live = reader.get(f"/api/runs/{run['id']}/lineage/live").json()
+    assert got == expected
+    assert [n["id"] for n in got["nodes"]][1:] == ["1" * 40, "2" * 40, "3" * 40]
+    assert got["nodes"][3]["created_at"] == "2099-01-02T03:04:05.000007+00:00"
+    assert live["nodes"] == expected["nodes"] and isinstance(live["cursor"], int)

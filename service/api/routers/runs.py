@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -123,8 +122,7 @@ def run_agents(
 )
 def run_lineage(run_id: str, session: SessionDep) -> Response:
     """The whole tree of a run (no pagination: a tree needs all its nodes)."""
-    body = json.dumps(queries.lineage(session, run_id=run_id), separators=(",", ":"))
-    return Response(body, media_type="application/json")
+    return Response(queries.lineage_json(session, run_id=run_id), media_type="application/json")
 
 
 @router.get("/{run_id}/usage", dependencies=[Reader], responses=error_responses(404))
@@ -174,8 +172,8 @@ def live_lineage(run_id: str, session: SessionDep) -> Response:
     """
     queries.get_run(session, run_id=run_id)
     cursor = session.scalar(select(func.max(Event.id)).where(Event.run_id == run_id)) or 0
-    body = {**queries.lineage(session, run_id=run_id), "cursor": cursor}
-    return Response(json.dumps(body, separators=(",", ":")), media_type="application/json")
+    body = queries.lineage_json(session, run_id=run_id, extra={"cursor": cursor})
+    return Response(body, media_type="application/json")
 
 
 @router.get("/{run_id}/events", dependencies=[Reader], responses=error_responses(404))
