@@ -14,13 +14,7 @@ from service.selection import Candidate
 
 
 def candidates(session: Session, run: Run) -> list[Candidate]:
-    # In the order the run made them (the seed, then by step), never the table's physical order:
-    # a seeded strategy draws an index into this list, and a replay must draw the same agent.
-    members = session.scalars(
-        select(RunAgent)
-        .where(RunAgent.run_id == run.id)
-        .order_by(case((RunAgent.step_number.is_(None), 0), else_=1), RunAgent.step_number, RunAgent.agent_id)
-    ).all()
+    members = session.scalars(select(RunAgent).where(RunAgent.run_id == run.id)).all()
     stats = {
         agent_id: (int(resolved), int(attempted))
         for agent_id, resolved, attempted in session.execute(

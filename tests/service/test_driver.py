@@ -19,11 +19,9 @@ from contracts.jobs import Budget
 from contracts.records import EvaluationResult
 from contracts.settings import Settings
 from service.api.app import create_app
-from service.db.models import Evaluation, Run, RunAgent, StageScore, Step
+from service.db.models import Evaluation, StageScore, Step
 from service.driver.loop import MAX_DISPATCHES, RunDriver
-from service.driver.parents import candidates
 from service.runs import change_state
-from tests.helpers import write_agent
 from tests.service.driver_world import T, World
 
 
@@ -271,24 +269,3 @@ def test_a_parent_that_resolved_everything_has_no_failure(world: World) -> None:
     world.driver.tick()
     improve, _ = world.outbox.take()
     assert len(improve) == 1 and improve[0].failure is None
-
-
-def test_selection_candidates_come_in_the_order_the_run_made_them(world: World, tmp_path: Path) -> None:
-    """A seeded strategy draws an index into the candidates, so their order must not depend on
-    where the database happens to keep the rows (a restarted Postgres, rewritten tuples)."""
-    run_id = world.start()
-    late, early = (
-        world.archive.import_seed_folder(write_agent(tmp_path / name, {"x.txt": f"{name}\n"}))[0].id
-        for name in ("late", "early")
-    )
-    with world.sessions.begin() as session:
-        session.query(RunAgent).filter(RunAgent.run_id == run_id).delete()
-        # Stored out of order: the step-2 child first, the seed last.
-        for agent_id, step in ((late, 2), (early, 1), (world.seed, None)):
-            session.add(
-                RunAgent(run_id=run_id, agent_id=agent_id, status="admitted", score=0.5, step_number=step)
-            )
-    with world.sessions() as session:
-        run = session.get(Run, run_id)
-        assert run is not None
-        assert [c.agent_id for c in candidates(session, run)] == [world.seed, early, late]
