@@ -56,7 +56,10 @@ def run_config(parallelism: int, children: int) -> dict[str, Any]:
         "name": f"chaos-p{parallelism}",
         "benchmark": {"name": "clade-mini"},
         "stages": [{"tasks": [A, B], "threshold": 0.3}],
-        "selection": {"strategy": "score_child_prop"},
+        # A strategy that draws nothing: stochastic strategies draw in agent-id order, and a
+        # child's id (its commit) differs between two runs of one config, so only a
+        # deterministic choice can make a separate reference run comparable.
+        "selection": {"strategy": "best"},
         "budget": {"max_children": children},
         "limits": LIMITS,
         "parallelism": parallelism,
