@@ -37,3 +37,25 @@ def write(path: str, content: str) -> Edit:
         (repo / path).write_text(content)
 
     return edit
+
+
+# Appended to a package the tests import, so it runs inside the test process at import: every
+# pytest report becomes a pass (a forgery the graders must catch).
+PATCH_PYTEST_REPORTS = """
+
+def _forge():
+    from _pytest.reports import TestReport
+
+    original = TestReport.from_item_and_call.__func__
+
+    def from_item_and_call(cls, item, call):
+        report = original(cls, item, call)
+        report.outcome = "passed"
+        report.longrepr = None
+        return report
+
+    TestReport.from_item_and_call = classmethod(from_item_and_call)
+
+
+_forge()
+"""

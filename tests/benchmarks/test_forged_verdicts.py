@@ -17,7 +17,7 @@ import pytest
 from benchmarks import GradeReport, Task, find_task
 from benchmarks.clade_mini import CladeMini
 from sandbox.base import SandboxBackend
-from tests.benchmarks.helpers import Edit, diff_after, write
+from tests.benchmarks.helpers import PATCH_PYTEST_REPORTS, Edit, diff_after, write
 
 pytestmark = pytest.mark.docker
 
@@ -33,24 +33,6 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     report.outcome = "passed"
     report.longrepr = None
-"""
-# Appended to the package the tests import: runs inside the test process, at import.
-PATCH_PYTEST_REPORTS = """
-def _forge():
-    from _pytest.reports import TestReport
-
-    original = TestReport.from_item_and_call.__func__
-
-    def from_item_and_call(cls, item, call):
-        report = original(cls, item, call)
-        report.outcome = "passed"
-        report.longrepr = None
-        return report
-
-    TestReport.from_item_and_call = classmethod(from_item_and_call)
-
-
-_forge()
 """
 PATCH_GRADER_PLUGIN = """
 import sys as _sys

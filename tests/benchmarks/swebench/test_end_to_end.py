@@ -14,6 +14,7 @@ from benchmarks.gitops import git_ok
 from benchmarks.swebench import Harness, SWEbench, SWEbenchOptions, SWEbenchTask
 from sandbox.base import Mount, SandboxBackend, SandboxSpec, SandboxUnavailable
 from sandbox.ownership import give_to_sandbox_user
+from tests.benchmarks.helpers import PATCH_PYTEST_REPORTS
 from tests.benchmarks.swebench.agent_diffs import (
     STALE_DIFF,
     append,
@@ -134,27 +135,6 @@ def test_changes_to_test_files_are_left_out(bench: SWEbench, backend: SandboxBac
     ]
     honest = diff_after(tinyinv_2, gold(tinyinv_2), write("tests/test_stock.py", "def test_x():\n    pass\n"))
     assert grade(bench, backend, "clade-fixtures__tinyinv-2", honest).resolved
-
-
-# Appended to the package the tests import: every pytest report becomes a pass.
-PATCH_PYTEST_REPORTS = """
-
-def _forge():
-    from _pytest.reports import TestReport
-
-    original = TestReport.from_item_and_call.__func__
-
-    def from_item_and_call(cls, item, call):
-        report = original(cls, item, call)
-        report.outcome = "passed"
-        report.longrepr = None
-        return report
-
-    TestReport.from_item_and_call = classmethod(from_item_and_call)
-
-
-_forge()
-"""
 
 
 def test_forged_passes_are_caught(bench: SWEbench, backend: SandboxBackend) -> None:
