@@ -8,6 +8,7 @@ from sqlalchemy import ColumnElement, func, select, text
 from sqlalchemy.orm import Session
 
 from contracts.errors import NotFoundError
+from contracts.intervals import wilson
 from service.api.schemas import (
     AgentDetail,
     AgentInRun,
@@ -130,6 +131,7 @@ def lineage(session: Session, *, run_id: str) -> dict[str, object]:
             RunAgent.children,
             RunAgent.step_number,
             RunAgent.created_at,
+            *_LINEAGE_EXTRA.values(),
         )
         .where(RunAgent.run_id == run_id)
         .order_by(RunAgent.created_at, RunAgent.agent_id)
@@ -146,10 +148,37 @@ def lineage(session: Session, *, run_id: str) -> dict[str, object]:
             "step": step,
             "created_at": created_at.isoformat(),
         }
-        for agent_id, parent_id, status, reason, score, stage_reached, children, step, created_at in rows
+        | dict(zip(_LINEAGE_EXTRA, extra, strict=True))
+        for (
+            agent_id,
+            parent_id,
+            status,
+            reason,
+            score,
+            stage_reached,
+            children,
+            step,
+            created_at,
+            *extra,
+        ) in rows
     ]
     return {"run_id": run_id, "nodes": nodes}
 
+
+# Lineage fields after `created_at`, in order: the node's key -> its column.
+_LINEAGE_EXTRA = {
+    "second_parent_id": RunAgent.second_parent_id,
+    "resolved": RunAgent.resolved,
+    "attempted": RunAgent.attempted,
+    "epoch": RunAgent.epoch,
+    "heldout_resolved": RunAgent.heldout_resolved,
+    "heldout_total": RunAgent.heldout_total,
+    "island": RunAgent.island,
+    "niche": RunAgent.niche,
+    "group": RunAgent.group_id,
+    "same_as": RunAgent.same_as,
+    "meta_changed": RunAgent.meta_changed,
+}
 
 # The lineage's nodes as one JSON text, built by PostgreSQL in `lineage`'s shape and order: at
 # 100,000 agents, loading the rows into Python and encoding them took 2-3 s (under load), and
@@ -173,7 +202,18 @@ _PG_LINEAGE_NODES = text(
             ',"created_at":"', to_char(created_at AT TIME ZONE 'UTC',
                 CASE WHEN date_trunc('second', created_at) = created_at
                      THEN 'YYYY-MM-DD"T"HH24:MI:SS' ELSE 'YYYY-MM-DD"T"HH24:MI:SS.US' END),
-            '+00:00"}') AS node
+            '+00:00","second_parent_id":', coalesce('"' || second_parent_id || '"', 'null'),
+            ',"resolved":', coalesce(resolved::text, 'null'),
+            ',"attempted":', coalesce(attempted::text, 'null'),
+            ',"epoch":', epoch,
+            ',"heldout_resolved":', coalesce(heldout_resolved::text, 'null'),
+            ',"heldout_total":', coalesce(heldout_total::text, 'null'),
+            ',"island":', coalesce(island::text, 'null'),
+            ',"niche":', coalesce(to_json(niche)::text, 'null'),
+            ',"group":', coalesce(to_json(group_id)::text, 'null'),
+            ',"same_as":', coalesce('"' || same_as || '"', 'null'),
+            ',"meta_changed":', coalesce(meta_changed::text, 'null'),
+            '}') AS node
         FROM run_agents WHERE run_id = :run_id
     ) AS nodes
     """
@@ -219,6 +259,8 @@ def top_agents(session: Session, *, run_id: str, k: int) -> list[str]:
 
 
 def _run_agent_public(row: RunAgent) -> RunAgentPublic:
+    score_low, score_high = _interval(row.resolved, row.attempted)
+    heldout_low, heldout_high = _interval(row.heldout_resolved, row.heldout_total)
     return RunAgentPublic(
         id=row.agent_id,
         parent_id=row.parent_id,
@@ -229,7 +271,33 @@ def _run_agent_public(row: RunAgent) -> RunAgentPublic:
         children=row.children,
         step=row.step_number,
         created_at=row.created_at,
+        second_parent_id=row.second_parent_id,
+        resolved=row.resolved,
+        attempted=row.attempted,
+        score_low=score_low,
+        score_high=score_high,
+        epoch=row.epoch,
+        heldout_resolved=row.heldout_resolved,
+        heldout_total=row.heldout_total,
+        heldout_score=(
+            row.heldout_resolved / row.heldout_total
+            if row.heldout_resolved is not None and row.heldout_total
+            else None
+        ),
+        heldout_low=heldout_low,
+        heldout_high=heldout_high,
+        island=row.island,
+        niche=row.niche,
+        group=row.group_id,
+        same_as=row.same_as,
+        meta_changed=row.meta_changed,
     )
+
+
+def _interval(resolved: int | None, total: int | None) -> tuple[float | None, float | None]:
+    if resolved is None or not total:
+        return None, None
+    return wilson(resolved, total)
 
 
 def lineage_ids(session: Session, *, agent_id: str) -> list[str]:

@@ -90,23 +90,44 @@ class AgentPublic(BaseModel):
     manifest: dict[str, Any]
 
 
-class RunAgentPublic(BaseModel):
-    """An agent as it stands in one run's archive."""
+class LineageNode(BaseModel):
+    """An agent as the lineage tree draws it: its place in one run's archive, with raw counts."""
 
     id: str
     parent_id: str | None
     status: MemberStatus
     reason: str | None
-    score: float | None
+    score: float | None  # resolved / attempted over the selection evaluations of `epoch`
     stage_reached: int
     children: int
     step: int | None
     created_at: datetime
+    second_parent_id: str | None  # a crossover child's other parent
+    resolved: int | None
+    attempted: int | None
+    epoch: int  # the utility version its score was measured under
+    heldout_resolved: int | None  # the end-of-run re-evaluation on held-out tasks
+    heldout_total: int | None
+    island: int | None
+    niche: str | None  # MAP-Elites behaviour descriptor
+    group: str | None  # group evolution: the group its step belonged to
+    same_as: str | None  # an agent with the same code whose results it reuses
+    meta_changed: bool | None  # hyperagent mode: the child changed its own improvement procedure
+
+
+class RunAgentPublic(LineageNode):
+    """An agent as it stands in one run's archive, its scores with 95% Wilson intervals."""
+
+    score_low: float | None
+    score_high: float | None
+    heldout_score: float | None
+    heldout_low: float | None
+    heldout_high: float | None
 
 
 class Lineage(BaseModel):
     run_id: str
-    nodes: list[RunAgentPublic]
+    nodes: list[LineageNode]
 
 
 class UsagePoint(BaseModel):

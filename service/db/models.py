@@ -83,6 +83,8 @@ class Run(Base):
     # Wall time only counts while the run is running, so pauses do not spend the budget.
     active_seconds: Mapped[float] = mapped_column(Float, default=0.0)
     resumed_at: Mapped[datetime | None]
+    # The utility version now in force (issue 12 epochs): selection reads this epoch's scores only.
+    epoch: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class Agent(Base):
@@ -100,6 +102,10 @@ class Agent(Base):
     step_id: Mapped[str | None] = mapped_column(ID)
     manifest: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # A crossover child is a merge commit: its other parent (the first is `parent_id`).
+    second_parent_id: Mapped[str | None] = mapped_column(SHA, ForeignKey("agents.id"))
+    # Hyperagent mode: whether the child's diff changed its own improvement procedure.
+    meta_changed: Mapped[bool | None] = mapped_column(Boolean)
 
 
 class RunAgent(Base):
@@ -117,6 +123,19 @@ class RunAgent(Base):
     children: Mapped[int] = mapped_column(Integer, default=0)
     step_number: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    second_parent_id: Mapped[str | None] = mapped_column(SHA)  # a crossover child's other parent
+    # `score` is resolved / attempted over the selection evaluations of `epoch` (trials included).
+    resolved: Mapped[int | None] = mapped_column(Integer)
+    attempted: Mapped[int | None] = mapped_column(Integer)
+    epoch: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Re-evaluation at the end of the run on tasks that never influenced selection.
+    heldout_resolved: Mapped[int | None] = mapped_column(Integer)
+    heldout_total: Mapped[int | None] = mapped_column(Integer)
+    island: Mapped[int | None] = mapped_column(Integer)  # islands strategy
+    niche: Mapped[str | None] = mapped_column(String(200))  # MAP-Elites behaviour descriptor
+    group_id: Mapped[str | None] = mapped_column(String(64))  # group evolution: its step's group
+    same_as: Mapped[str | None] = mapped_column(SHA)  # an agent with the same tree, whose results it reuses
+    meta_changed: Mapped[bool | None] = mapped_column(Boolean)  # copied from the agent for the lineage
 
     __table_args__ = (Index("ix_run_agents_run_status", "run_id", "status"),)
 
@@ -127,6 +146,7 @@ class StageScore(Base):
     run_id: Mapped[str] = mapped_column(ID, ForeignKey("runs.id"), primary_key=True)
     agent_id: Mapped[str] = mapped_column(SHA, ForeignKey("agents.id"), primary_key=True)
     stage: Mapped[int] = mapped_column(Integer, primary_key=True)
+    epoch: Mapped[int] = mapped_column(Integer, primary_key=True, default=0, server_default="0")
     resolved: Mapped[int] = mapped_column(Integer)
     total: Mapped[int] = mapped_column(Integer)
     threshold: Mapped[float] = mapped_column(Float)
@@ -151,6 +171,11 @@ class Step(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
     finished_at: Mapped[datetime | None]
+    # "improve" (one parent), "crossover" (merge of parent_id and second_parent_id), "hyper"
+    # (the parent's own improvement procedure).
+    kind: Mapped[str] = mapped_column(String(16), default="improve", server_default="improve")
+    second_parent_id: Mapped[str | None] = mapped_column(SHA)
+    group_id: Mapped[str | None] = mapped_column(String(64))
 
     __table_args__ = (UniqueConstraint("run_id", "number", name="uq_steps_run_number"),)
 
@@ -175,6 +200,14 @@ class Evaluation(Base):
     dispatches: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None]
+    trial: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # `trials: k` repeats
+    epoch: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # utility version
+    # "selection" (stages), "heldout" (end-of-run re-evaluation), "rescore" (epoch change).
+    purpose: Mapped[str] = mapped_column(String(16), default="selection", server_default="selection")
+    # Reuse: sha256 of (agent tree, task, benchmark version, solve model and settings, trial),
+    # and the evaluation whose result this one copied instead of running.
+    reuse_key: Mapped[str | None] = mapped_column(String(64), index=True)
+    reused_from: Mapped[str | None] = mapped_column(ID)
 
     @property
     def tampered(self) -> bool:
@@ -187,7 +220,9 @@ class Evaluation(Base):
         return list((self.result or {}).get("dropped_for_grading") or {})
 
     __table_args__ = (
-        UniqueConstraint("run_id", "agent_id", "task_id", name="uq_evaluations_run_agent_task"),
+        UniqueConstraint(
+            "run_id", "agent_id", "task_id", "epoch", "trial", name="uq_evaluations_run_agent_task"
+        ),
         Index("ix_evaluations_run_agent", "run_id", "agent_id"),
     )
 

@@ -84,7 +84,9 @@ def admit(session: Session, run: Run, verdict: Verdict) -> None:
     The step that made the agent ends the same way.
     """
     member, evaluations = verdict.member, verdict.evaluations
-    member.score = sum(1 for e in evaluations if e.resolved) / len(evaluations) if evaluations else 0.0
+    member.resolved = sum(1 for e in evaluations if e.resolved)
+    member.attempted = len(evaluations)
+    member.score = member.resolved / member.attempted if evaluations else 0.0
     step = session.scalar(select(Step).where(Step.run_id == run.id, Step.child_id == member.agent_id))
     if verdict.failed_first is None or member.agent_id == run.seed_agent_id:
         lifecycle.admit_member(member)
