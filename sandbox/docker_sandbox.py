@@ -10,6 +10,7 @@ the same sandbox: one command at a time is the intended use.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Self
@@ -22,7 +23,14 @@ from sandbox.docker_exec import CommandSurvivedKill, ExecRequest, RawExec, run_e
 SANDBOX_USER = "1000:1000"
 # Runs as PID 1's only child. `kill -9 -1` spares the caller and PID 1, and is a shell
 # builtin, so it works even when the pids limit is exhausted.
-KEEPER_SCRIPT = 'trap "while kill -9 -1 2>/dev/null; do :; done" USR1; while :; do sleep 86400 & wait; done'
+# The container's PID 1. On SIGUSR1 it SIGKILLs every other process until none is left, then
+# counts the sweep in its sleep's argument ("sleep 86400.<sweeps>"), which the host reads from
+# the process list as the sweep's acknowledgement: a signal still pending when a timed-out
+# command's successor starts would kill the successor.
+KEEPER_SCRIPT = (
+    'n=0; trap "while kill -9 -1 2>/dev/null; do :; done; n=\\$((n+1))" USR1;'
+    ' while :; do sleep "86400.$n" & wait; done'
+)
 KEEPER_NAME = "clade-keeper"
 _FILE_ERROR_CAP = 64 * 1024
 _WRITE_SCRIPT = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
@@ -46,6 +54,7 @@ class DockerSandbox:
         self._kill_grace_s = kill_grace_s
         self._file_timeout_s = file_timeout_s
         self._closed = False
+        self._init_pid: str | None = None  # the host's pid of the container's PID 1
 
     @property
     def id(self) -> str:
@@ -154,14 +163,46 @@ class DockerSandbox:
             raise
 
     def _kill_all(self) -> None:
+        """Have the keeper SIGKILL every other process; return once it says the sweep is over
+        (or after the kill grace), so no sweep is still pending when the next command starts."""
         try:
+            before = self._keeper_sweeps()
             # SIGCONT first, in case the agent stopped the keeper.
             self._client.api.kill(self._id, signal="SIGCONT")
             self._client.api.kill(self._id, signal="SIGUSR1")
+            give_up = time.monotonic() + self._kill_grace_s
+            while before is not None and time.monotonic() < give_up:
+                after = self._keeper_sweeps()
+                if after is None or after > before:
+                    return
+                time.sleep(0.02)
         except NotFound as exc:
             raise SandboxError(f"sandbox {self._id[:12]} is gone") from exc
         except (DockerException, OSError) as exc:
             raise SandboxError(f"could not signal sandbox {self._id[:12]}: {exc}") from exc
+
+    def _keeper_sweeps(self) -> int | None:
+        """How many sweeps the keeper has finished, read from its own sleep's command line;
+        -1 between two sleeps; None if no keeper of this module's runs (nothing to wait for).
+
+        The keeper is the container's first process, or its first child under Docker's init;
+        it is found by the pid the engine reports, so an agent's process cannot pose as it."""
+        if self._init_pid is None:
+            self._init_pid = str(self._client.api.inspect_container(self._id)["State"]["Pid"])
+        rows = [
+            row[:3] for row in self._client.api.top(self._id, ps_args="-o pid,ppid,args")["Processes"] or []
+        ]
+        keepers = {
+            pid
+            for pid, ppid, args in rows
+            if self._init_pid in (pid, ppid) and args.startswith("sh -c ") and args.endswith(KEEPER_NAME)
+        }
+        if not keepers:
+            return None
+        for _, ppid, args in rows:
+            if ppid in keepers and args.startswith("sleep 86400."):
+                return int(args.removeprefix("sleep 86400.").strip() or "0")
+        return -1
 
 
 def _why(raw: RawExec) -> str:
