@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import signal
 import socket
 import sys
@@ -82,8 +83,9 @@ def serve(port: int, socket_path: str, host: str = "127.0.0.1") -> None:
 
 
 def _exit_on_signal(signum: int, frame: FrameType | None) -> None:
-    # Raised in the main thread, this interrupts accept(); pump threads are daemons.
-    raise SystemExit(0)
+    # At once, without the interpreter's shutdown: that could wait on a lock a pump thread
+    # holds (stderr's, a socket's), and the forwarder has nothing to save.
+    os._exit(0)
 
 
 def main(argv: list[str] | None = None) -> int:
