@@ -52,8 +52,8 @@ def pair_steps(session: Session, run: Run, plan: RunPlan, *, first_number: int) 
     pool = candidates(session, run)
     parents, children = _edges(session, run)
     for step in steps:
-        rng = random.Random(f"{plan.rng_seed}:{step.number}:crossover")
-        if rng.random() >= rate:
+        rng = crossover_stream(plan.rng_seed, step.number, rate)
+        if rng is None:
             continue
         related = _reach(step.parent_id, parents) | _reach(step.parent_id, children)
         others = [c for c in pool if c.agent_id not in related]
@@ -72,6 +72,13 @@ def pair_steps(session: Session, run: Run, plan: RunPlan, *, first_number: int) 
                 },
             )
         )
+
+
+def crossover_stream(rng_seed: int, step_number: int, rate: float) -> random.Random | None:
+    """The step's crossover stream once it has drawn a crossover (it then draws the second
+    parent), else None: a function of the run's seed and the step number alone."""
+    rng = random.Random(f"{rng_seed}:{step_number}:crossover")
+    return rng if rng.random() < rate else None
 
 
 def merge_pending(session: Session, run: Run, plan: RunPlan, archive: Archive) -> list[str]:
