@@ -24,15 +24,19 @@ from pydantic import SecretStr
 from sqlalchemy import func, select
 
 from benchmarks.catalog import BenchmarkCatalog
+from contracts.errors import PatchError
 from contracts.jobs import EvaluateJob, ImproveJob
 from contracts.settings import Settings
 from service.api.app import create_app
 from service.archive import consistency
+from service.archive.git_store import GitStore, MergeConflictError
+from service.archive.limits import AgentLimits, TooLargeError
 from service.db.models import Agent, Step
 from service.driver.crossover import crossover_stream
 from service.driver.loop import RunDriver
+from tests.helpers import write_agent
 from tests.service.driver_world import T, World
-from tests.service.helpers import make_patch
+from tests.service.helpers import make_patch, object_count
 from worker import improve
 from worker.agent_runner import AgentRun
 from worker.service_client import ServiceClient
@@ -269,3 +273,31 @@ def test_the_crossover_draw_is_a_function_of_the_seed_and_the_step() -> None:
     assert not any(draws(7, 0.0)) and all(draws(7, 1.0))
     first, again = crossover_stream(3, 5, 1.0), crossover_stream(3, 5, 1.0)
     assert first is not None and again is not None and first.random() == again.random()
+
+
+def test_a_merge_over_the_limits_adding_nothing_or_conflicting_keeps_nothing(tmp_path: Path) -> None:
+    store = GitStore(tmp_path / "archive.git")
+    seed = store.commit_folder(write_agent(tmp_path / "seed", {"x.txt": "0\n"}))
+    a, _ = store.commit_patch(seed, make_patch("", "a = 1\n", path="tiny/__init__.py"), "a")
+    b, _ = store.commit_patch(seed, make_patch("0\n", "b\n", path="x.txt"), "b")
+    c, _ = store.commit_patch(seed, make_patch("0\n", "c\n", path="x.txt"), "c")
+    grandchild, _ = store.commit_patch(a, make_patch("0\n", "g\n", path="x.txt"), "g")
+    big = "y" * 200
+    d, _ = store.commit_patch(seed, make_patch("print('hi')\n", big + "\n", path="tiny/__main__.py"), "d")
+    before = object_count(tmp_path)
+    limits = AgentLimits(max_agent_bytes=10**6, max_agent_files=10, max_file_bytes=100)
+    with pytest.raises(TooLargeError, match="max_file_bytes"):
+        store.merge_commit(a, d, "merge", limits)  # tiny/__main__.py of d is over 100 bytes
+    with pytest.raises(PatchError, match="identical to"):
+        store.merge_commit(grandchild, a, "merge")  # a's changes are in its grandchild already
+    with pytest.raises(MergeConflictError, match=r"conflicts in: x\.txt") as conflict:
+        store.merge_commit(b, c, "merge")
+    assert conflict.value.paths == ["x.txt"]
+    assert b"<<<<<<<" in store.merged_tar(b, c)
+    assert object_count(tmp_path) == before  # the merges' objects stayed in their quarantines
+    merged, tree = store.merge_commit(a, b, "merge", limits)
+    assert (
+        store.read_file(merged, "x.txt") == b"b\n"
+        and store.read_file(merged, "tiny/__init__.py") == b"a = 1\n"
+    )
+    assert tree == store.tree_of(merged)
