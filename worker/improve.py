@@ -49,8 +49,12 @@ def improve(ctx: WorkerContext, job: ImproveJob) -> str:
         init_repo(dest, f"agent {job.parent_id[:12]}")
         if merged is not None:  # the merge in the work tree, so the diff is taken against the first parent
             for item in dest.iterdir():
-                if item.name != ".git":
-                    shutil.rmtree(item) if item.is_dir() and not item.is_symlink() else item.unlink()
+                if item.name == ".git":
+                    continue
+                if item.is_dir() and not item.is_symlink():
+                    shutil.rmtree(item)
+                else:
+                    item.unlink()
             unpack(merged, dest)
 
     outcome = run_agent(
