@@ -28,6 +28,8 @@ def show(ctx: typer.Context, agent_id: str) -> None:
         return
     cli.console.print(f"agent [bold]{agent['id']}[/bold] ({agent['kind']})")
     cli.console.print("lineage: " + " -> ".join(short(a) for a in agent["lineage"]))
+    if agent.get("second_parent_id"):  # a crossover child: a merge of two parents
+        cli.console.print(f"merged with: {short(agent['second_parent_id'])} (second parent)")
     table = Table("run", "status", "score", "stages", "cost", "reason")
     for run in agent["runs"]:
         stages = " ".join(f"{s['resolved']}/{s['total']}" for s in run["stages"])

@@ -228,6 +228,8 @@ def describe_event(event: dict[str, Any]) -> str:
     stamp = event["created_at"][11:19]
     if kind == "child_created":
         child, parent = short(p.get("agent_id")), short(p.get("parent_id"))
+        if p.get("second_parent_id"):
+            parent += f" and {short(p['second_parent_id'])} (crossover)"
         return f"{stamp} step {p.get('step')}: child {child} of {parent}"
     if kind == "evaluation_done" and p.get("infrastructure_failure"):
         cause = escape(str(p["infrastructure_failure"]))

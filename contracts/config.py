@@ -73,6 +73,15 @@ class ImproverConfig(StrictModel):
         return self
 
 
+class CrossoverConfig(StrictModel):
+    """Each step is a crossover with probability `rate`: a child merging two parents' changes
+    since their common ancestor (a git merge commit). A merge that conflicts is rejected, naming
+    the paths (`reject`), or given to the improver to resolve (`improver`)."""
+
+    rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    on_conflict: Literal["reject", "improver"] = "reject"
+
+
 class ModelsConfig(StrictModel):
     improve: str = "scripted"
     diagnose: str = "scripted"
@@ -116,6 +125,7 @@ class RunConfig(StrictModel):
     stages: list[StageConfig] = Field(default_factory=lambda: [StageConfig()], min_length=1)
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
     improver: ImproverConfig = Field(default_factory=ImproverConfig)
+    crossover: CrossoverConfig = Field(default_factory=CrossoverConfig)
     models: ModelsConfig = Field(default_factory=ModelsConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)

@@ -72,6 +72,16 @@ class FailedEvaluation(BaseModel):
     agent_log_tail: str = ""
 
 
+class CrossoverPart(BaseModel):
+    """A crossover step whose merge conflicted: the improver resolves the conflict markers in the
+    merge of `parent_id` and `second_parent_id` (fetched from the service) instead of a diagnosis."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    second_parent_id: str
+    conflicts: list[str]  # the paths git could not merge
+
+
 class ImproveJob(Job):
     """Make one child: diagnose `parent_id` on `failure`, let the improver edit a copy of its code."""
 
@@ -82,6 +92,7 @@ class ImproveJob(Job):
     improve_model: str
     benchmark: BenchmarkConfig  # for the failed task's statement
     failure: FailedEvaluation | None  # None: the parent resolved every task it was evaluated on
+    crossover: CrossoverPart | None = None  # a conflicting crossover: resolve it, no diagnosis
 
 
 class EvaluateJob(Job):

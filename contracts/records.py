@@ -116,7 +116,8 @@ class AgentMetadata(Record):
     schema_version: Literal[1] = 1
     agent_id: str
     parent_id: str | None
-    lineage: list[str]  # seed first, this agent last
+    second_parent_id: str | None = None  # a crossover child (a merge commit): its other parent
+    lineage: list[str]  # seed first, this agent last (along first parents)
     kind: str
     name: str | None
     manifest: dict[str, Any]

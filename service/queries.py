@@ -326,6 +326,7 @@ def agent_detail(session: Session, *, agent_id: str) -> AgentDetail:
         name=agent.name,
         created_at=agent.created_at,
         manifest=agent.manifest,
+        second_parent_id=agent.second_parent_id,
         lineage=lineage_ids(session, agent_id=agent_id),
         children=list(children),
         runs=[_agent_in_run(session, member) for member in memberships],

@@ -7,14 +7,15 @@ end, the child or the reason there is none.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from contracts.errors import InvalidAgentError
-from contracts.jobs import ImproveJob
+from contracts.jobs import CrossoverPart, ImproveJob
 from contracts.records import ChildSubmission, StepFailure
 from worker.agent_runner import AgentRun, run_agent
 from worker.context import WorkerContext
-from worker.diagnose import DiagnosisFailed, diagnose, prompt
+from worker.diagnose import Diagnosis, DiagnosisFailed, diagnose, prompt
 from worker.llm import LLMCall
 from worker.manifests import manifest_from_tar
 from worker.usage import usage_records
@@ -25,10 +26,16 @@ from worker.workspace import init_repo, unpack
 def improve(ctx: WorkerContext, job: ImproveJob) -> str:
     """Returns what happened, for the worker's log: the child id, or why there is none."""
     parent_code = ctx.client.agent_code(job.parent_id)
-    try:
-        diagnosis = diagnose(ctx, job, parent_code)
-    except DiagnosisFailed as exc:
-        return _reject(ctx, job, str(exc), None, exc.calls)
+    merged: bytes | None = None
+    if job.crossover is None:
+        try:
+            diagnosis = diagnose(ctx, job, parent_code)
+        except DiagnosisFailed as exc:
+            return _reject(ctx, job, str(exc), None, exc.calls)
+        statement = prompt("improve.md").substitute(diagnosis=diagnosis.text)
+    else:  # a crossover whose merge conflicted: the task is its resolution, nothing to diagnose
+        merged = ctx.client.merged_code(job.step_id)
+        diagnosis, statement = _resolution(job.parent_id, job.crossover)
     improver_code = (
         parent_code if job.improver_id == job.parent_id else ctx.client.agent_code(job.improver_id)
     )
@@ -40,13 +47,22 @@ def improve(ctx: WorkerContext, job: ImproveJob) -> str:
     def prepare(dest: Path) -> None:
         unpack(parent_code, dest)
         init_repo(dest, f"agent {job.parent_id[:12]}")
+        if merged is not None:  # the merge in the work tree, so the diff is taken against the first parent
+            for item in dest.iterdir():
+                if item.name == ".git":
+                    continue
+                if item.is_dir() and not item.is_symlink():
+                    shutil.rmtree(item)
+                else:
+                    item.unlink()
+            unpack(merged, dest)
 
     outcome = run_agent(
         ctx,
         AgentRun(
             agent_code=improver_code,
             manifest=manifest,
-            statement=prompt("improve.md").substitute(diagnosis=diagnosis.text),
+            statement=statement,
             prepare_repo=prepare,
             repo_path="/clade/repo",
             model=job.improve_model,
@@ -69,7 +85,7 @@ def improve(ctx: WorkerContext, job: ImproveJob) -> str:
         if outcome.failure:
             reason += f" ({outcome.failure})"
         return _reject(ctx, job, reason, diagnosis.text, calls)
-    rejection = validate_child(ctx, parent_code, outcome.diff, job.limits)
+    rejection = _markers_left(outcome.diff) or validate_child(ctx, parent_code, outcome.diff, job.limits)
     child = ctx.client.submit_child(
         job.step_id,
         ChildSubmission(
@@ -77,6 +93,32 @@ def improve(ctx: WorkerContext, job: ImproveJob) -> str:
         ),
     )
     return f"child {child['id'][:12]}" + (f" rejected: {rejection}" if rejection else "")
+
+
+def _resolution(parent_id: str, crossover: CrossoverPart) -> tuple[Diagnosis, str]:
+    """What the step records as its diagnosis, and the improver's statement."""
+    conflicts = "\n".join(f"- {path}" for path in crossover.conflicts) or "- (none listed)"
+    text = (
+        f"The merge of {parent_id[:12]} and {crossover.second_parent_id[:12]} conflicts in: "
+        + ", ".join(crossover.conflicts)
+        + ". Resolve the conflicts, keeping both parents' changes."
+    )
+    statement = prompt("crossover.md").substitute(
+        first=parent_id[:12], second=crossover.second_parent_id[:12], conflicts=conflicts
+    )
+    return Diagnosis(text=text, task_id=None, calls=[]), statement
+
+
+def _markers_left(diff: str) -> str | None:
+    """Why a patch is refused if it adds conflict markers (an unresolved merge), else None."""
+    files: list[str] = []
+    current = ""
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            current = line[6:] if line.startswith("+++ b/") else line[4:]
+        elif line.startswith(("+<<<<<<< ", "+>>>>>>> ")) and current not in files:
+            files.append(current)
+    return f"conflict markers left in: {', '.join(files)}" if files else None
 
 
 def _reject(

@@ -34,6 +34,10 @@ class ServiceClient:
     def agent_code(self, agent_id: str) -> bytes:
         return self._request("GET", f"/api/worker/agents/{agent_id}/code").content
 
+    def merged_code(self, step_id: str) -> bytes:
+        """A crossover step's merge of its two parents, conflict markers and all, as a tar."""
+        return self._request("GET", f"/api/worker/steps/{step_id}/merge").content
+
     def submit_child(self, step_id: str, submission: ChildSubmission) -> dict[str, Any]:
         data: dict[str, Any] = self._post(f"/api/worker/steps/{step_id}/child", submission).json()
         return data

@@ -80,6 +80,7 @@ def make_driver(settings: Settings, services: Services) -> RunDriver:
         interval_s=settings.driver_interval_s,
         max_backoff_s=settings.driver_max_backoff_s,
         redispatch_margin_s=settings.driver_redispatch_margin_s,
+        archive=services.archive,
     )
 
 

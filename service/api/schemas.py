@@ -88,6 +88,7 @@ class AgentPublic(BaseModel):
     name: str | None
     created_at: datetime
     manifest: dict[str, Any]
+    second_parent_id: str | None  # a crossover child (a merge commit): its other parent
 
 
 class LineageNode(BaseModel):

@@ -48,6 +48,7 @@ def agent_metadata(session: Session, *, agent_id: str) -> AgentMetadata:
     return AgentMetadata(
         agent_id=agent.id,
         parent_id=agent.parent_id,
+        second_parent_id=agent.second_parent_id,
         lineage=lineage_ids(session, agent_id=agent_id),
         kind=agent.kind,
         name=agent.name,

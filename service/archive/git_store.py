@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -46,6 +47,25 @@ CHUNK = 256 * 1024
 
 class GitCommandError(RuntimeError):
     pass
+
+
+class MergeConflictError(PatchError):
+    """Two agents' changes since their common ancestor touch the same lines (or a file one
+    changed and the other deleted); `paths` names the conflicted files."""
+
+    def __init__(self, first: str, second: str, paths: list[str]) -> None:
+        super().__init__(f"merging {first[:12]} and {second[:12]} conflicts in: {', '.join(paths)}")
+        self.paths = paths
+
+
+@dataclass(frozen=True)
+class Merged:
+    """`git merge-tree` of two agents, its objects in a quarantine: the merged tree (conflicted
+    files hold git's conflict markers) and the conflicted paths."""
+
+    tree: str
+    conflicts: list[str]
+    env: dict[str, str]  # the quarantine's environment, while it exists
 
 
 class GitStore:
@@ -121,7 +141,7 @@ class GitStore:
     def patch_series_stream(self, seed: str, sha: str) -> Iterator[bytes]:
         """`git format-patch` of every commit after `seed` up to `sha`, streamed."""
         self._require(sha)
-        return self.stream(["format-patch", "--stdout", "--binary", f"{seed}..{sha}"])
+        return self.stream(self._series_args(seed, sha))
 
     def diff(self, old: str | None, new: str) -> str:
         """Unified diff from `old` to `new`; from the empty tree for a seed. A text file that is
@@ -134,8 +154,19 @@ class GitStore:
     def patch_series(self, seed: str, sha: str) -> str:
         """`git format-patch` of every commit after `seed` up to `sha` (non-UTF-8 text as in `diff`)."""
         self._require(sha)
-        series = self._bytes(["format-patch", "--stdout", "--binary", f"{seed}..{sha}"])
-        return series.decode(errors="replace")
+        return self._bytes(self._series_args(seed, sha)).decode(errors="replace")
+
+    def _series_args(self, seed: str, sha: str) -> list[str]:
+        """format-patch skips merge commits (a crossover child), so a lineage holding one is
+        written by `git log` along first parents instead, each merge as its diff against its
+        first parent: `git am` of either form rebuilds the agent from its seed."""
+        merges = self._text(["rev-list", "--count", "--first-parent", "--min-parents=2", f"{seed}..{sha}"])
+        if int(merges.strip() or 0) == 0:
+            return ["format-patch", "--stdout", "--binary", f"{seed}..{sha}"]
+        return [
+            *("log", "--format=email", "--patch", "--stat", "--binary", "--reverse", "--first-parent"),
+            *("--diff-merges=first-parent", f"{seed}..{sha}"),
+        ]
 
     def bundle(self, shas: list[str], dest: Path) -> None:
         """A git bundle holding the given agents and all their ancestors."""
@@ -158,11 +189,17 @@ class GitStore:
         return self._commit_tree(tree, [], SEED_MESSAGE, date=SEED_DATE)
 
     def commit_patch(
-        self, parent: str, patch: str, message: str, limits: AgentLimits | None = None
+        self,
+        parent: str,
+        patch: str,
+        message: str,
+        limits: AgentLimits | None = None,
+        second_parent: str | None = None,
     ) -> tuple[str, str]:
         """A child commit of `parent` with `patch` applied: (commit, tree). Nothing kept on failure:
         git writes the child's objects into a quarantine, and they join the archive only once the
-        child's tree is within `limits`."""
+        child's tree is within `limits`. With `second_parent` (a crossover whose conflicts the
+        improver resolved) the commit is a merge of both."""
         if limits is not None:
             _check_declared_sizes(patch, limits)
         with self._index() as env:
@@ -188,9 +225,54 @@ class GitStore:
             self._check_links(_entries(listing), env)
             if limits is not None:
                 _check_tree(_tree_sizes(listing), limits)
-            sha = self._commit_tree(tree, [parent], message, env=env)
+            parents = [parent] if second_parent is None else [parent, second_parent]
+            sha = self._commit_tree(tree, parents, message, env=env)
             self._admit_objects(Path(env["GIT_OBJECT_DIRECTORY"]))
         return sha, tree
+
+    def merge_commit(
+        self, first: str, second: str, message: str, limits: AgentLimits | None = None
+    ) -> tuple[str, str]:
+        """A merge commit of two agents (`first` its first parent): (commit, tree). Refused whole
+        (nothing kept) on a conflict (MergeConflictError), or if the merged tree adds nothing to
+        a parent or is beyond `limits`, checked like a child's tree."""
+        with self._merged(first, second) as merged:
+            if merged.conflicts:
+                raise MergeConflictError(first, second, merged.conflicts)
+            for parent in (first, second):
+                if merged.tree == self.tree_of(parent):
+                    raise PatchError(f"the merge is identical to {parent[:12]}: it holds the other's changes")
+            listing = self._text(["ls-tree", "-r", "-l", "-z", merged.tree], env=merged.env)
+            self._check_links(_entries(listing), merged.env)
+            if limits is not None:
+                _check_tree(_tree_sizes(listing), limits)
+            sha = self._commit_tree(merged.tree, [first, second], message, env=merged.env)
+            self._admit_objects(Path(merged.env["GIT_OBJECT_DIRECTORY"]))
+        return sha, merged.tree
+
+    def merge_conflicts(self, first: str, second: str) -> list[str]:
+        """The paths where merging the two agents conflicts (none: a clean merge); nothing kept."""
+        with self._merged(first, second) as merged:
+            return merged.conflicts
+
+    def merged_tar(self, first: str, second: str) -> bytes:
+        """The merge of two agents as an uncompressed tar, conflict markers and all (for the
+        improver that resolves them); nothing kept in the archive."""
+        with self._merged(first, second) as merged:
+            return self._bytes(["archive", "--format=tar", merged.tree], env=merged.env)
+
+    @contextmanager
+    def _merged(self, first: str, second: str) -> Iterator[Merged]:
+        self._require(first)
+        self._require(second)
+        with self._index() as env:
+            args = ["merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", first, second]
+            status, out, err = self._exec(args, env=env)
+            if status not in (0, 1):  # 1: conflicts; anything else: no merge at all
+                self._refuse_if_full("merge-tree", err)
+                raise PatchError(f"{first[:12]} and {second[:12]} cannot be merged: {err.strip()}")
+            tree, *paths = [part for part in str(out).split("\0") if part]
+            yield Merged(tree=tree, conflicts=sorted(set(paths)), env=env)
 
     def _check_links(self, entries: list[tuple[str, str, str]], env: dict[str, str]) -> None:
         """A child holds files, folders and links within itself, as a seed does (whose tar may hold
@@ -301,8 +383,8 @@ class GitStore:
             last = stderr.strip().splitlines()[-1] if stderr.strip() else f"git {command} failed"
             raise storage_full(last, self.path.parent)
 
-    def _bytes(self, args: list[str]) -> bytes:
-        status, out, err = self._exec(args, binary=True)
+    def _bytes(self, args: list[str], env: dict[str, str] | None = None) -> bytes:
+        status, out, err = self._exec(args, env=env, binary=True)
         if status != 0:
             self._refuse_if_full(args[0], err)
             raise GitCommandError(f"git {args[0]} failed ({status}): {err.strip()}")

@@ -129,52 +129,36 @@ class Archive:
                 return self._delivered_again(session, step.child_id)
             if not lifecycle.step_takes_child.allows(step):
                 raise ConflictError(f"step {step_id} is {step.status}; it takes no child")
-            parent_id, run_id, number = step.parent_id, step.run_id, step.number
-        message = f"child of {parent_id[:12]}\n\nClade-Run: {run_id}\nClade-Step: {step_id} (#{number})\n"
-        sha, tree = self.git.commit_patch(parent_id, patch, message, self.limits)
+            parent_id, second_id = step.parent_id, step.second_parent_id
+            message = _message(step)
+        sha, tree = self.git.commit_patch(parent_id, patch, message, self.limits, second_parent=second_id)
         manifest = self._manifest_of(sha)
         with self.sessions.begin() as session:
             step = _get_step(session, step_id, lock=True)
             if step.child_id is not None:  # a concurrent delivery of the same step won
                 return self._delivered_again(session, step.child_id)
-            agent = session.get(Agent, sha) or Agent(
-                id=sha,
-                parent_id=parent_id,
-                kind="child",
-                tree_id=tree,
-                run_id=run_id,
-                step_id=step_id,
+            agent = attach_child(
+                session,
+                step,
+                sha=sha,
+                tree=tree,
                 manifest=manifest,
-            )
-            session.add(agent)
-            step.child_id = sha
-            member = RunAgent(run_id=run_id, agent_id=sha, parent_id=parent_id, step_number=number)
-            if rejection:  # archived and shown, never a parent
-                lifecycle.reject_step(step)
-                lifecycle.join_rejected(member)
-                step.reason = member.reason = rejection
-                step.finished_at = datetime.now(UTC)
-            else:
-                lifecycle.step_takes_child(step)
-                lifecycle.join_run(member)
-            if diagnosis is not None:
-                step.diagnosis = diagnosis
-            # What it cost to make this child is shown on the child.
-            record_usage(session, usage=usage or [], run_id=run_id, step_id=step_id, agent_id=sha)
-            leases.settle(session, usage=usage or [], step_id=step_id)
-            session.add(member)
-            parent = session.get(RunAgent, (run_id, parent_id))
-            if parent is not None:
-                parent.children += 1
-            session.add(
-                Event(
-                    run_id=run_id,
-                    kind="child_created",
-                    payload={"agent_id": sha, "parent_id": parent_id, "step": number, "rejection": rejection},
-                )
+                rejection=rejection,
+                diagnosis=diagnosis,
+                usage=usage,
             )
         self.git.set_agent_ref(sha)
         return agent
+
+    @refuses_full_disk
+    def merge_child(self, session: Session, step: Step) -> Agent:
+        """The child of a crossover step, a merge commit of its two parents, made in the service
+        (no improver is needed for a clean merge). Git objects are written now, the rows in the
+        caller's transaction; the caller writes the ref once it commits (`git.set_agent_ref`).
+        Raises MergeConflictError naming the paths, or PatchError/TooLargeError, writing nothing."""
+        assert step.second_parent_id is not None, "a crossover step has two parents"
+        sha, tree = self.git.merge_commit(step.parent_id, step.second_parent_id, _message(step), self.limits)
+        return attach_child(session, step, sha=sha, tree=tree, manifest=self._manifest_of(sha))
 
     def _delivered_again(self, session: Session, child_id: str) -> Agent:
         agent = _get_agent(session, child_id)
@@ -187,6 +171,67 @@ class Archive:
             return parse_manifest(self.git.read_file(sha, MANIFEST_FILE)).model_dump()
         except InvalidAgentError as exc:
             return {"error": str(exc)}
+
+
+def _message(step: Step) -> str:
+    made = f"child of {step.parent_id[:12]}"
+    if step.second_parent_id is not None:
+        made = f"crossover of {step.parent_id[:12]} and {step.second_parent_id[:12]}"
+    return f"{made}\n\nClade-Run: {step.run_id}\nClade-Step: {step.id} (#{step.number})\n"
+
+
+def attach_child(
+    session: Session,
+    step: Step,
+    *,
+    sha: str,
+    tree: str,
+    manifest: dict[str, object],
+    rejection: str | None = None,
+    diagnosis: str | None = None,
+    usage: list[UsageRecord] | None = None,
+) -> Agent:
+    """The rows of a step's child whose commit is in git: the agent, its place in the run (a
+    crossover child with both parents, each counting it), the step's new status, its usage."""
+    run_id, parent_id, second_id = step.run_id, step.parent_id, step.second_parent_id
+    agent = session.get(Agent, sha) or Agent(
+        id=sha,
+        parent_id=parent_id,
+        second_parent_id=second_id,
+        kind="child",
+        tree_id=tree,
+        run_id=run_id,
+        step_id=step.id,
+        manifest=manifest,
+    )
+    session.add(agent)
+    step.child_id = sha
+    member = RunAgent(
+        run_id=run_id, agent_id=sha, parent_id=parent_id, second_parent_id=second_id, step_number=step.number
+    )
+    if rejection:  # archived and shown, never a parent
+        lifecycle.reject_step(step)
+        lifecycle.join_rejected(member)
+        step.reason = member.reason = rejection
+        step.finished_at = datetime.now(UTC)
+    else:
+        lifecycle.step_takes_child(step)
+        lifecycle.join_run(member)
+    if diagnosis is not None:
+        step.diagnosis = diagnosis
+    # What it cost to make this child is shown on the child.
+    record_usage(session, usage=usage or [], run_id=run_id, step_id=step.id, agent_id=sha)
+    leases.settle(session, usage=usage or [], step_id=step.id)
+    session.add(member)
+    for parent_of in (parent_id, second_id):
+        parent = session.get(RunAgent, (run_id, parent_of)) if parent_of is not None else None
+        if parent is not None:
+            parent.children += 1
+    payload = {"agent_id": sha, "parent_id": parent_id, "step": step.number, "rejection": rejection}
+    if second_id is not None:
+        payload["second_parent_id"] = second_id
+    session.add(Event(run_id=run_id, kind="child_created", payload=payload))
+    return agent
 
 
 def _get_step(session: Session, step_id: str, lock: bool = False) -> Step:

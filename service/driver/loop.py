@@ -30,8 +30,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from contracts.jobs import Budget, EvaluateJob, ImproveJob
 from contracts.logs import log_ids
 from service import leases, lifecycle
+from service.archive.store import Archive
 from service.db.models import Evaluation, Event, Run, RunAgent, Step
-from service.driver import budget
+from service.driver import budget, crossover
 from service.driver.dispatch import Dispatcher
 from service.driver.failures import failure_to_diagnose
 from service.driver.parents import choose_parent
@@ -56,6 +57,7 @@ class Outbox:
 
     improve: list[ImproveJob] = field(default_factory=list)
     evaluate: list[EvaluateJob] = field(default_factory=list)
+    refs: list[str] = field(default_factory=list)  # agents made in the tick (crossover merges)
 
 
 @dataclass(frozen=True)
@@ -107,8 +109,10 @@ class RunDriver:
         interval_s: float,
         max_backoff_s: float = 60.0,
         redispatch_margin_s: float = REDISPATCH_MARGIN_S,
+        archive: Archive | None = None,  # for crossover merges; without it no step is a crossover
     ) -> None:
         self.sessions = sessions
+        self.archive = archive
         self.dispatcher = dispatcher
         self.interval_s = interval_s
         self.max_backoff_s = max(interval_s, max_backoff_s)
@@ -205,7 +209,12 @@ class RunDriver:
         with self.sessions.begin() as session:
             run = session.get(Run, run_id, with_for_update=True)
             if run is not None and run.status == RunStatus.RUNNING:
-                drive(session, run, outbox, redispatch_margin_s=self.redispatch_margin_s)
+                drive(
+                    session, run, outbox, redispatch_margin_s=self.redispatch_margin_s, archive=self.archive
+                )
+        if self.archive is not None:
+            for sha in outbox.refs:
+                self.archive.git.set_agent_ref(sha)
         for improve in outbox.improve:
             self.dispatcher.improve(improve)
         for evaluate in outbox.evaluate:
@@ -253,7 +262,12 @@ def describe(exc: BaseException) -> str:
 
 
 def drive(
-    session: Session, run: Run, outbox: Outbox, *, redispatch_margin_s: float = REDISPATCH_MARGIN_S
+    session: Session,
+    run: Run,
+    outbox: Outbox,
+    *,
+    redispatch_margin_s: float = REDISPATCH_MARGIN_S,
+    archive: Archive | None = None,
 ) -> None:
     """One tick of a run, decided from what the database holds now."""
     plan = stored_plan(run)
@@ -266,10 +280,16 @@ def drive(
     admit_agents(session, run, advance_agents(session, run, plan))
     if not budget.children_exhausted(plan.budget, used):
         open_steps(session, run, select_parents(session, run, plan, used))
+        if archive is not None:
+            crossover.pair_steps(session, run, plan, first_number=used.steps + 1)
     elif _steps_in_flight(session, run) == 0 and not _agents_evaluating(session, run):
         complete(session, run=run, reason=_completion_reason(plan))
         return
-    starved = dispatch_jobs(session, run, plan, used, outbox, redispatch_margin_s=redispatch_margin_s)
+    if archive is not None:
+        outbox.refs += crossover.merge_pending(session, run, plan, archive)
+    starved = dispatch_jobs(
+        session, run, plan, used, outbox, redispatch_margin_s=redispatch_margin_s, archive=archive
+    )
     if starved is not None and leases.outstanding(session, run_id=run.id).leases == 0:
         # Jobs wait for room that only a lease coming back could make, and none is out.
         reason = budget.starved_reason(plan.budget, used, starved)
@@ -316,6 +336,7 @@ def dispatch_jobs(
     outbox: Outbox,
     *,
     redispatch_margin_s: float = REDISPATCH_MARGIN_S,
+    archive: Archive | None = None,
 ) -> budget.Room | None:
     """Jobs for the pending steps and evaluations not yet sent, or sent so long ago that the job
     was lost with a broker or worker (ids make a second delivery harmless), each with a lease
@@ -377,6 +398,7 @@ def dispatch_jobs(
                 failure=failure_to_diagnose(
                     session, run_id=run.id, parent_id=step.parent_id, step_id=step.id
                 ),
+                crossover=crossover.job_part(archive, step),
             )
         )
     for evaluation in evaluations:

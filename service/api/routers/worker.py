@@ -7,6 +7,7 @@ import logging
 from fastapi import APIRouter, Response
 from fastapi.responses import StreamingResponse
 
+from contracts.errors import NotFoundError
 from contracts.logs import log_ids
 from contracts.records import ChildSubmission, EvaluationSubmission, StepFailure
 from service import queries
@@ -14,6 +15,7 @@ from service.api.deps import ArchiveDep, SessionDep, WorkerOnly
 from service.api.responses import download, error_responses
 from service.api.routes import CheckedRoute
 from service.api.schemas import AgentPublic, EvaluationPublic
+from service.db.models import Step
 from service.results import record_evaluation, reject_step
 
 log = logging.getLogger("clade.service")
@@ -35,6 +37,21 @@ def agent_code(agent_id: str, session: SessionDep, archive: ArchiveDep) -> Strea
     """The agent's code as an uncompressed tar (the worker unpacks it into a sandbox mount), streamed."""
     queries.get_agent(session, agent_id=agent_id)
     return StreamingResponse(archive.git.archive_stream(agent_id), media_type="application/x-tar")
+
+
+@router.get(
+    "/steps/{step_id}/merge",
+    response_class=Response,
+    responses=download("application/x-tar", "The merged code, conflict markers and all, as a tar"),
+)
+def step_merge(step_id: str, session: SessionDep, archive: ArchiveDep) -> Response:
+    """A crossover step's merge of its two parents, with git's conflict markers where it conflicts:
+    the code its improver resolves (the child's patch is then taken against the first parent)."""
+    step = session.get(Step, step_id)
+    if step is None or step.second_parent_id is None:
+        raise NotFoundError(f"crossover step {step_id} not found")
+    tar = archive.git.merged_tar(step.parent_id, step.second_parent_id)
+    return Response(tar, media_type="application/x-tar")
 
 
 @router.post("/steps/{step_id}/child", responses=error_responses(409, 413, 507))
