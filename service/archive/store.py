@@ -19,10 +19,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Concatenate, ParamSpec, TypeVar
 
+from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 
 from contracts.errors import ConflictError, InvalidAgentError, NotFoundError, PatchError
-from contracts.manifest import MANIFEST_FILE, parse_manifest
+from contracts.manifest import MANIFEST_FILE, AgentManifest, meta_changed, parse_manifest
 from contracts.records import UsageRecord
 from service import leases, lifecycle
 from service.archive.git_store import GitStore
@@ -130,9 +131,11 @@ class Archive:
             if not lifecycle.step_takes_child.allows(step):
                 raise ConflictError(f"step {step_id} is {step.status}; it takes no child")
             parent_id, run_id, number = step.parent_id, step.run_id, step.number
+            parent_manifest = _get_agent(session, parent_id).manifest
         message = f"child of {parent_id[:12]}\n\nClade-Run: {run_id}\nClade-Step: {step_id} (#{number})\n"
         sha, tree = self.git.commit_patch(parent_id, patch, message, self.limits)
         manifest = self._manifest_of(sha)
+        meta = self._meta_changed(parent_manifest, manifest, parent_id, sha)
         with self.sessions.begin() as session:
             step = _get_step(session, step_id, lock=True)
             if step.child_id is not None:  # a concurrent delivery of the same step won
@@ -145,10 +148,13 @@ class Archive:
                 run_id=run_id,
                 step_id=step_id,
                 manifest=manifest,
+                meta_changed=meta,
             )
             session.add(agent)
             step.child_id = sha
-            member = RunAgent(run_id=run_id, agent_id=sha, parent_id=parent_id, step_number=number)
+            member = RunAgent(
+                run_id=run_id, agent_id=sha, parent_id=parent_id, step_number=number, meta_changed=meta
+            )
             if rejection:  # archived and shown, never a parent
                 lifecycle.reject_step(step)
                 lifecycle.join_rejected(member)
@@ -180,6 +186,22 @@ class Archive:
         agent = _get_agent(session, child_id)
         self.git.ensure_agent_ref(child_id)  # the first delivery may have stopped short of it
         return agent
+
+    def _meta_changed(
+        self, parent: dict[str, object], child: dict[str, object], parent_id: str, sha: str
+    ) -> bool | None:
+        """Whether the child changed its parent's improvement procedure (None: the parent has none)."""
+        if not parent.get("improve"):
+            return None
+        try:
+            parent_manifest = AgentManifest.model_validate(parent)
+        except ValidationError:
+            return None  # stored before its fields were checked: no meta part to speak of
+        try:
+            child_manifest: AgentManifest | None = AgentManifest.model_validate(child)
+        except ValidationError:
+            child_manifest = None
+        return meta_changed(parent_manifest, child_manifest, self.git.changed_paths(parent_id, sha))
 
     def _manifest_of(self, sha: str) -> dict[str, object]:
         # A child with a broken manifest is still archived; admission rejects it with this reason.
