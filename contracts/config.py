@@ -59,16 +59,19 @@ class SelectionConfig(StrictModel):
 
 
 class ImproverConfig(StrictModel):
-    """`self`: the parent improves its own code (DGM). `fixed`: one archived agent improves all."""
+    """`self`: the parent improves its own code (DGM). `fixed`: one archived agent improves all.
+    `hyper`: the parent runs its own `improve` command (agent.toml) on its evaluation records
+    instead of Clade's diagnosis (docs/hyperagents.md); a parent without one is improved as in
+    `self`, and its step's kind says so."""
 
-    mode: Literal["self", "fixed"] = "self"
+    mode: Literal["self", "fixed", "hyper"] = "self"
     agent: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")
 
     @model_validator(mode="after")
     def _fixed_needs_agent(self) -> ImproverConfig:
         if self.mode == "fixed" and self.agent is None:
             raise ValueError("improver mode 'fixed' needs 'agent' (an archived agent id)")
-        if self.mode == "self" and self.agent is not None:
+        if self.mode != "fixed" and self.agent is not None:
             raise ValueError("'agent' is only used with improver mode 'fixed'")
         return self
 

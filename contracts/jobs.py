@@ -82,6 +82,12 @@ class CrossoverPart(BaseModel):
     conflicts: list[str]  # the paths git could not merge
 
 
+class EvaluationRecord(FailedEvaluation):
+    """One of the parent's evaluations, resolved or not, for its own `improve` command."""
+
+    resolved: bool = False
+
+
 class ImproveJob(Job):
     """Make one child: diagnose `parent_id` on `failure`, let the improver edit a copy of its code."""
 
@@ -93,6 +99,9 @@ class ImproveJob(Job):
     benchmark: BenchmarkConfig  # for the failed task's statement
     failure: FailedEvaluation | None  # None: the parent resolved every task it was evaluated on
     crossover: CrossoverPart | None = None  # a conflicting crossover: resolve it, no diagnosis
+    # Hyper steps: the parent runs its own `improve` command on these records instead of Clade's
+    # diagnosis and improver (docs/hyperagents.md); None for every other step.
+    records: list[EvaluationRecord] | None = None
 
 
 class EvaluateJob(Job):

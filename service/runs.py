@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from contracts.config import RunConfig
+from contracts.config import ConfigFieldError, RunConfig
 from contracts.errors import NotFoundError
 from service import leases, lifecycle
 from service.db.models import Agent, Evaluation, Event, Run, RunAgent, Step
@@ -28,9 +28,16 @@ def new_id() -> str:
 
 
 def require_agents(session: Session, *, config: RunConfig) -> None:
-    """The agents a configuration names are archived, or UnknownAgentError at the field."""
-    if session.get(Agent, config.seed_agent) is None:
+    """The agents a configuration names are archived, or UnknownAgentError at the field; a hyper
+    run's seed carries its own improvement procedure, or ConfigFieldError."""
+    seed = session.get(Agent, config.seed_agent)
+    if seed is None:
         raise UnknownAgentError("seed_agent", config.seed_agent)
+    if config.improver.mode == "hyper" and not seed.manifest.get("improve"):
+        raise ConfigFieldError(
+            "improver.mode",
+            "improver mode 'hyper' needs a seed agent whose agent.toml declares an `improve` command",
+        )
     if config.improver.agent is not None and session.get(Agent, config.improver.agent) is None:
         raise UnknownAgentError("improver.agent", config.improver.agent)
 

@@ -29,6 +29,7 @@ FORWARDER_PORT = 8080
 SOCKET = "/clade/llm/gateway.sock"
 MAX_TRAJECTORY_BYTES = 5_000_000
 MAX_LOG_CHARS = 20_000
+MAX_NOTE_BYTES = 20_000
 # Starts the forwarder with the runtime's python (isolated from the image's PYTHON*
 # variables: the image's own python3 may be anything, or missing), waits until it
 # listens, then replaces itself with the agent's command, which finds the runtime's venv
@@ -67,6 +68,12 @@ class AgentRun:
     runtime: Path  # host folder of the agent runtime, mounted read-only at RUNTIME_DIR
     tools_path: list[str] = field(default_factory=list)  # folders first on PATH for the task
     labels: dict[str, str] = field(default_factory=dict)
+    # Hyper steps run the agent's `improve` command instead of `solve`, with more files next to the
+    # statement (named to it in `env`) and a note of what it did read back from its output folder.
+    command: str | None = None  # None: the manifest's `solve`
+    task_files: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    note_file: str | None = None
 
 
 @dataclass
@@ -80,6 +87,7 @@ class AgentOutcome:
     setup_s: float
     agent_s: float
     failure: str | None
+    note: str | None = None  # the run's `note_file`, if it wrote one
 
 
 def run_agent(ctx: WorkerContext, run: AgentRun) -> AgentOutcome:
@@ -88,6 +96,8 @@ def run_agent(ctx: WorkerContext, run: AgentRun) -> AgentOutcome:
         ws.unpack_agent(run.agent_code)
         run.prepare_repo(ws.repo)
         ws.write_statement(run.statement)
+        for name, text in run.task_files.items():
+            ws.write_task_file(name, text)
         ws.hand_over()
         gateway = LLMGateway(
             GatewayConfig(
@@ -107,6 +117,10 @@ def run_agent(ctx: WorkerContext, run: AgentRun) -> AgentOutcome:
         except PatchTooLarge as exc:
             diff, failure = "", str(exc)
         trajectory = _trajectory(ws.read_output("trajectory.json", MAX_TRAJECTORY_BYTES))
+        note = None
+        if run.note_file is not None:
+            raw = ws.read_output(run.note_file, MAX_NOTE_BYTES)
+            note = raw.decode(errors="replace").strip() if raw is not None else None
         calls = gateway.calls
         ctx.metrics.count_calls(calls)
     if result.timed_out:
@@ -124,6 +138,7 @@ def run_agent(ctx: WorkerContext, run: AgentRun) -> AgentOutcome:
         setup_s=setup_s,
         agent_s=agent_s,
         failure=failure,
+        note=note,
     )
 
 
@@ -139,7 +154,9 @@ def _spec(ws: Workspace, run: AgentRun) -> SandboxSpec:
             Mount(source=forwarder_script_path(), target="/clade/bin/forwarder.py", read_only=True),
             Mount(source=run.runtime, target=RUNTIME_DIR, read_only=True),
         ],
-        env={
+        # The run's own variables never replace these.
+        env=run.env
+        | {
             "OPENAI_BASE_URL": f"http://127.0.0.1:{FORWARDER_PORT}/v1",
             "OPENAI_API_KEY": "clade-sandbox",
             "CLADE_MODEL": run.model,
@@ -148,7 +165,7 @@ def _spec(ws: Workspace, run: AgentRun) -> SandboxSpec:
             "CLADE_OUTPUT_DIR": "/clade/out",
             "CLADE_MAX_STEPS": str(run.limits.max_agent_steps),
             "CLADE_TIMEOUT_S": str(int(run.timeout_s)),
-            "CLADE_SOLVE": run.manifest.solve,
+            "CLADE_SOLVE": run.command or run.manifest.solve,
             "CLADE_PYTHON": RUNTIME_PYTHON,
             "CLADE_TOOLS_PATH": ":".join(run.tools_path),
             "PYTHONPATH": "/clade/agent",

@@ -2,7 +2,9 @@
 
 The job carries the failure to diagnose, so the service is asked for three things
 at most: the parent's code, the improver's (unless it is the parent) and, at the
-end, the child or the reason there is none.
+end, the child or the reason there is none. A hyper step (the job carries the parent's
+evaluation records) runs the parent's own `improve` command instead of the diagnosis and
+the improver (worker/hyper.py); its patch takes the same way from there.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from pathlib import Path
 from contracts.errors import InvalidAgentError
 from contracts.jobs import CrossoverPart, ImproveJob
 from contracts.records import ChildSubmission, StepFailure
-from worker.agent_runner import AgentRun, run_agent
+from worker.agent_runner import AgentOutcome, AgentRun, run_agent
 from worker.context import WorkerContext
 from worker.diagnose import Diagnosis, DiagnosisFailed, diagnose, prompt
+from worker.hyper import hyper_run
 from worker.llm import LLMCall
 from worker.manifests import manifest_from_tar
 from worker.usage import usage_records
@@ -27,6 +30,28 @@ def improve(ctx: WorkerContext, job: ImproveJob) -> str:
     """Returns what happened, for the worker's log: the child id, or why there is none."""
     parent_code = ctx.client.agent_code(job.parent_id)
     merged: bytes | None = None
+
+    def prepare(dest: Path) -> None:
+        unpack(parent_code, dest)
+        init_repo(dest, f"agent {job.parent_id[:12]}")
+        if merged is not None:  # the merge in the work tree, so the diff is taken against the first parent
+            for item in dest.iterdir():
+                if item.name == ".git":
+                    continue
+                if item.is_dir() and not item.is_symlink():
+                    shutil.rmtree(item)
+                else:
+                    item.unlink()
+            unpack(merged, dest)
+
+    if job.records is not None:
+        try:
+            run = hyper_run(ctx, job, parent_code, prepare)
+        except InvalidAgentError as exc:
+            return _reject(ctx, job, str(exc), None, [])
+        outcome = run_agent(ctx, run)
+        note = outcome.note or f"(the parent's own improve command ran: {run.command})"
+        return _submit(ctx, job, parent_code, outcome, note, outcome.calls, "the improve command")
     if job.crossover is None:
         try:
             diagnosis = diagnose(ctx, job, parent_code)
@@ -43,19 +68,6 @@ def improve(ctx: WorkerContext, job: ImproveJob) -> str:
         manifest = manifest_from_tar(improver_code)
     except InvalidAgentError as exc:
         return _reject(ctx, job, f"the improver cannot start: {exc}", diagnosis.text, diagnosis.calls)
-
-    def prepare(dest: Path) -> None:
-        unpack(parent_code, dest)
-        init_repo(dest, f"agent {job.parent_id[:12]}")
-        if merged is not None:  # the merge in the work tree, so the diff is taken against the first parent
-            for item in dest.iterdir():
-                if item.name == ".git":
-                    continue
-                if item.is_dir() and not item.is_symlink():
-                    shutil.rmtree(item)
-                else:
-                    item.unlink()
-            unpack(merged, dest)
 
     outcome = run_agent(
         ctx,
@@ -79,17 +91,29 @@ def improve(ctx: WorkerContext, job: ImproveJob) -> str:
             labels={"dev.clade.run": job.run_id, "dev.clade.step": job.step_id},
         ),
     )
-    calls = diagnosis.calls + outcome.calls
+    return _submit(ctx, job, parent_code, outcome, diagnosis.text, diagnosis.calls + outcome.calls)
+
+
+def _submit(
+    ctx: WorkerContext,
+    job: ImproveJob,
+    parent_code: bytes,
+    outcome: AgentOutcome,
+    diagnosis: str,
+    calls: list[LLMCall],
+    who: str = "the improver",
+) -> str:
+    """Validate the patch the run left and hand the child (or the reason there is none) back."""
     if not outcome.diff.strip():
-        reason = "the improver produced an empty patch"
+        reason = f"{who} produced an empty patch"
         if outcome.failure:
             reason += f" ({outcome.failure})"
-        return _reject(ctx, job, reason, diagnosis.text, calls)
+        return _reject(ctx, job, reason, diagnosis, calls)
     rejection = _markers_left(outcome.diff) or validate_child(ctx, parent_code, outcome.diff, job.limits)
     child = ctx.client.submit_child(
         job.step_id,
         ChildSubmission(
-            patch=outcome.diff, diagnosis=diagnosis.text, rejection=rejection, usage=usage_records(calls)
+            patch=outcome.diff, diagnosis=diagnosis, rejection=rejection, usage=usage_records(calls)
         ),
     )
     return f"child {child['id'][:12]}" + (f" rejected: {rejection}" if rejection else "")

@@ -71,6 +71,12 @@ class Workspace:
     def write_statement(self, text: str) -> None:
         (self.task / "statement.md").write_text(text)
 
+    def write_task_file(self, name: str, text: str) -> None:
+        """Another file next to the statement (a plain name, never a path)."""
+        if "/" in name or name in ("", ".", "..", "statement.md"):
+            raise ValueError(f"not a task file name: {name!r}")
+        (self.task / name).write_text(text)
+
     def hand_over(self) -> None:
         """Snapshot the repository's git state for the host, then give the sandbox user its folders."""
         if not (self.repo / ".git").is_dir():

@@ -151,6 +151,11 @@ class GitStore:
             errors="replace"
         )
 
+    def changed_paths(self, old: str, new: str) -> list[str]:
+        """The paths that differ between two agents (a rename as its two paths)."""
+        listing = self._text(["diff", "--name-only", "--no-renames", "-z", old, new])
+        return [path for path in listing.split("\0") if path]
+
     def patch_series(self, seed: str, sha: str) -> str:
         """`git format-patch` of every commit after `seed` up to `sha` (non-UTF-8 text as in `diff`)."""
         self._require(sha)

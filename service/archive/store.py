@@ -19,10 +19,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Concatenate, ParamSpec, TypeVar
 
+from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 
 from contracts.errors import ConflictError, InvalidAgentError, NotFoundError, PatchError
-from contracts.manifest import MANIFEST_FILE, parse_manifest
+from contracts.manifest import MANIFEST_FILE, AgentManifest, meta_changed, parse_manifest
 from contracts.records import UsageRecord
 from service import leases, lifecycle
 from service.archive.git_store import GitStore
@@ -131,8 +132,10 @@ class Archive:
                 raise ConflictError(f"step {step_id} is {step.status}; it takes no child")
             parent_id, second_id = step.parent_id, step.second_parent_id
             message = _message(step)
+            parent_manifest = _get_agent(session, parent_id).manifest
         sha, tree = self.git.commit_patch(parent_id, patch, message, self.limits, second_parent=second_id)
         manifest = self._manifest_of(sha)
+        meta = self._meta_changed(parent_manifest, manifest, parent_id, sha)
         with self.sessions.begin() as session:
             step = _get_step(session, step_id, lock=True)
             if step.child_id is not None:  # a concurrent delivery of the same step won
@@ -146,6 +149,7 @@ class Archive:
                 rejection=rejection,
                 diagnosis=diagnosis,
                 usage=usage,
+                meta_changed=meta,
             )
         self.git.set_agent_ref(sha)
         return agent
@@ -158,12 +162,31 @@ class Archive:
         Raises MergeConflictError naming the paths, or PatchError/TooLargeError, writing nothing."""
         assert step.second_parent_id is not None, "a crossover step has two parents"
         sha, tree = self.git.merge_commit(step.parent_id, step.second_parent_id, _message(step), self.limits)
-        return attach_child(session, step, sha=sha, tree=tree, manifest=self._manifest_of(sha))
+        manifest = self._manifest_of(sha)
+        parent_manifest = _get_agent(session, step.parent_id).manifest
+        meta = self._meta_changed(parent_manifest, manifest, step.parent_id, sha)
+        return attach_child(session, step, sha=sha, tree=tree, manifest=manifest, meta_changed=meta)
 
     def _delivered_again(self, session: Session, child_id: str) -> Agent:
         agent = _get_agent(session, child_id)
         self.git.ensure_agent_ref(child_id)  # the first delivery may have stopped short of it
         return agent
+
+    def _meta_changed(
+        self, parent: dict[str, object], child: dict[str, object], parent_id: str, sha: str
+    ) -> bool | None:
+        """Whether the child changed its parent's improvement procedure (None: the parent has none)."""
+        if not parent.get("improve"):
+            return None
+        try:
+            parent_manifest = AgentManifest.model_validate(parent)
+        except ValidationError:
+            return None  # stored before its fields were checked: no meta part to speak of
+        try:
+            child_manifest: AgentManifest | None = AgentManifest.model_validate(child)
+        except ValidationError:
+            child_manifest = None
+        return meta_changed(parent_manifest, child_manifest, self.git.changed_paths(parent_id, sha))
 
     def _manifest_of(self, sha: str) -> dict[str, object]:
         # A child with a broken manifest is still archived; admission rejects it with this reason.
@@ -190,6 +213,7 @@ def attach_child(
     rejection: str | None = None,
     diagnosis: str | None = None,
     usage: list[UsageRecord] | None = None,
+    meta_changed: bool | None = None,
 ) -> Agent:
     """The rows of a step's child whose commit is in git: the agent, its place in the run (a
     crossover child with both parents, each counting it), the step's new status, its usage."""
@@ -203,11 +227,17 @@ def attach_child(
         run_id=run_id,
         step_id=step.id,
         manifest=manifest,
+        meta_changed=meta_changed,
     )
     session.add(agent)
     step.child_id = sha
     member = RunAgent(
-        run_id=run_id, agent_id=sha, parent_id=parent_id, second_parent_id=second_id, step_number=step.number
+        run_id=run_id,
+        agent_id=sha,
+        parent_id=parent_id,
+        second_parent_id=second_id,
+        step_number=step.number,
+        meta_changed=meta_changed,
     )
     if rejection:  # archived and shown, never a parent
         lifecycle.reject_step(step)

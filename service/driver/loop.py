@@ -34,14 +34,14 @@ from service.archive.store import Archive
 from service.db.models import Evaluation, Event, Run, RunAgent, Step
 from service.driver import budget, crossover
 from service.driver.dispatch import Dispatcher
-from service.driver.failures import failure_to_diagnose
+from service.driver.failures import failure_to_diagnose, parent_records
 from service.driver.parents import choose_parent
 from service.driver.plan import RunPlan, stored_plan
 from service.driver.stages import Verdict, admit, advance
 from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus, StepStatus
 from service.results import give_up_evaluation, give_up_step
 from service.runs import complete
-from service.steps import open_step
+from service.steps import improve_kind, open_step
 
 log = logging.getLogger("clade.driver")
 # A job is sent again if no answer came within its hard time limit plus this margin
@@ -279,7 +279,7 @@ def drive(
         return
     admit_agents(session, run, advance_agents(session, run, plan))
     if not budget.children_exhausted(plan.budget, used):
-        open_steps(session, run, select_parents(session, run, plan, used))
+        open_steps(session, run, select_parents(session, run, plan, used), improver_mode=plan.improver.mode)
         if archive is not None:
             crossover.pair_steps(session, run, plan, first_number=used.steps + 1)
     elif _steps_in_flight(session, run) == 0 and not _agents_evaluating(session, run):
@@ -322,9 +322,10 @@ def select_parents(session: Session, run: Run, plan: RunPlan, used: budget.Spent
     return parents
 
 
-def open_steps(session: Session, run: Run, parents: list[str]) -> None:
+def open_steps(session: Session, run: Run, parents: list[str], *, improver_mode: str = "self") -> None:
     for parent in parents:
-        open_step(session, run_id=run.id, parent_id=parent)
+        kind = improve_kind(session, mode=improver_mode, parent_id=parent)
+        open_step(session, run_id=run.id, parent_id=parent, kind=kind)
     session.flush()
 
 
@@ -384,6 +385,7 @@ def dispatch_jobs(
         lease = _lease_for(session, slicer, step, now)
         if lease is None:
             continue
+        hyper = step.kind == "hyper"
         outbox.improve.append(
             ImproveJob(
                 run_id=run.id,
@@ -395,9 +397,10 @@ def dispatch_jobs(
                 diagnose_model=plan.models.diagnose,
                 improve_model=plan.models.improve,
                 benchmark=plan.benchmark,
-                failure=failure_to_diagnose(
-                    session, run_id=run.id, parent_id=step.parent_id, step_id=step.id
-                ),
+                failure=None
+                if hyper
+                else failure_to_diagnose(session, run_id=run.id, parent_id=step.parent_id, step_id=step.id),
+                records=parent_records(session, run_id=run.id, parent_id=step.parent_id) if hyper else None,
                 crossover=crossover.job_part(archive, step),
             )
         )

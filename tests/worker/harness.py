@@ -182,8 +182,10 @@ class EvaluationStack:
         *,
         benchmark: dict[str, Any] | None = None,
         task_id: str | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> str:
-        """A run of the seed on one task: `benchmark` ({name, options}) and `task_id`, or the stack's."""
+        """A run of the seed on one task: `benchmark` ({name, options}) and `task_id`, or the stack's;
+        `extra` adds to (or replaces) the run configuration's other top-level keys."""
         config = {
             "name": f"worker-test-{seed_id[:8]}",
             "seed_agent": seed_id,
@@ -192,7 +194,7 @@ class EvaluationStack:
             "limits": DEFAULT_LIMITS | limits,
             "budget": {"max_children": 1},
             "parallelism": 1,
-        }
+        } | (extra or {})
         with self.service.admin as client:
             response = client.post("/api/runs", json=config)
         assert response.status_code == 201, response.text
