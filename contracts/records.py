@@ -108,6 +108,7 @@ class EvaluationSubmission(Record):
 
 class StageScoreRecord(Record):
     stage: int
+    epoch: int = 0  # the utility version it was scored under
     resolved: int
     total: int
     threshold: float
@@ -120,6 +121,7 @@ class AgentRunRecord(Record):
     status: str
     reason: str | None
     score: float | None
+    epoch: int = 0  # the utility version `score` was measured under
     stages: list[StageScoreRecord]
     config: dict[str, Any]
 

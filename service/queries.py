@@ -260,7 +260,8 @@ def run_agents(
     rows = session.scalars(
         select(RunAgent)
         .where(*where)
-        .order_by(RunAgent.score.desc().nulls_last(), RunAgent.created_at)
+        # Scored agents first, the newest utility's first (service/driver/epochs.py), best first.
+        .order_by(RunAgent.score.is_(None), RunAgent.epoch.desc(), RunAgent.score.desc(), RunAgent.created_at)
         .limit(limit)
         .offset(offset)
     ).all()
