@@ -14,12 +14,12 @@ from service.api.schemas import (
     AgentInRun,
     Budget,
     EpochPublic,
+    EpochStage,
     EvaluationPublic,
     Progress,
     RunAgentPublic,
     RunDetail,
     RunPublic,
-    StagePublic,
     StageScorePublic,
 )
 from service.db.models import Agent, Evaluation, LLMUsage, Run, RunAgent, StageScore, Step
@@ -72,7 +72,7 @@ def run_detail(session: Session, *, run: Run) -> RunDetail:
         EpochPublic(
             epoch=epoch.number,
             after_steps=epoch.after_steps,
-            stages=[StagePublic(task_ids=list(s.task_ids), threshold=s.threshold) for s in epoch.stages],
+            stages=[EpochStage(task_ids=list(s.task_ids), threshold=s.threshold) for s in epoch.stages],
             judge=epoch.judge,
             rescore_top_k=epoch.rescore_top_k,
             started=epoch.number <= run.epoch,

@@ -76,7 +76,7 @@ class RunPublic(BaseModel):
     progress: Progress
 
 
-class StagePublic(BaseModel):
+class EpochStage(BaseModel):
     task_ids: list[str]
     threshold: float
 
@@ -86,7 +86,7 @@ class EpochPublic(BaseModel):
 
     epoch: int
     after_steps: int  # it begins once this many steps were opened and the old epoch's work is done
-    stages: list[StagePublic]  # task ids fixed when the run was created
+    stages: list[EpochStage]  # task ids fixed when the run was created
     judge: JudgeConfig | None
     rescore_top_k: int  # agents re-scored when it begins (besides the seed); 0 for epoch 0
     started: bool

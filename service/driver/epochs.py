@@ -91,6 +91,19 @@ def begin(session: Session, run: Run, plan: RunPlan, opened: int) -> None:
         _rescore(session, run, plan, member)
 
 
+def most_evaluations(plan: RunPlan) -> int:
+    """Every agent scored in each epoch on every task of its stages: the children whose steps
+    open in it, the seed in epoch 0, and at most rescore_top_k + 1 re-scored agents later."""
+    total = 0
+    for epoch in plan.epochs:
+        following = plan.epochs[epoch.number + 1] if epoch.number + 1 < len(plan.epochs) else None
+        last_step = following.after_steps if following is not None else plan.budget.max_children
+        agents = last_step - epoch.after_steps
+        agents += 1 if epoch.number == 0 else min(epoch.rescore_top_k + 1, epoch.after_steps + 1)
+        total += agents * sum(len(stage.task_ids) for stage in epoch.stages)
+    return total
+
+
 def utility(epoch: EpochPlan) -> dict[str, Any]:
     """An epoch's utility as events and the API show it."""
     return {
@@ -126,6 +139,11 @@ def _scored(session: Session, run: Run, verdict: Verdict) -> None:
             },
         )
     )
+
+
+def rescoring(session: Session, run: Run) -> bool:
+    """Whether re-scored agents are still being scored (a run waits for them before it completes)."""
+    return bool(_rescoring(session, run))
 
 
 def _rescoring(session: Session, run: Run) -> list[RunAgent]:

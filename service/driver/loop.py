@@ -268,7 +268,11 @@ def drive(
     epochs.move(session, run, plan, used.steps)
     if not budget.children_exhausted(plan.budget, used):
         open_steps(session, run, select_parents(session, run, plan, used))
-    elif _steps_in_flight(session, run) == 0 and not _agents_evaluating(session, run):
+    elif (
+        _steps_in_flight(session, run) == 0
+        and not _agents_evaluating(session, run)
+        and not epochs.rescoring(session, run)
+    ):
         complete(session, run=run, reason=_completion_reason(plan))
         return
     starved = dispatch_jobs(session, run, plan, used, outbox, redispatch_margin_s=redispatch_margin_s)

@@ -14,6 +14,7 @@ from sqlalchemy import select
 
 from benchmarks.catalog import BenchmarkCatalog
 from contracts.config import JudgeConfig, RunConfig
+from contracts.jobs import EvaluateJob
 from contracts.settings import Settings
 from service.api.app import create_app
 from service.db.models import Evaluation, Event, Run, StageScore
@@ -44,10 +45,13 @@ def answer_all(world: World, resolved: dict[str, bool]) -> None:
         world.answer(job, resolved=resolved.get(job.agent_id, False))
 
 
-def through_the_boundary(world: World) -> dict[str, str]:
+def through_the_boundary(
+    world: World, *, max_children: int = 4, held: list[EvaluateJob] | None = None
+) -> dict[str, str]:
     """Seed 0/1, child c1 1/1, child c2 0/1 in epoch 0; the boundary after step 2; the rescored
-    agents answered (seed 2/2, c1 0/2). Returns the agents by name."""
-    run_id = epoch_run(world)
+    agents answered (seed 2/2, c1 0/2), c1's kept in `held` instead when it is given. Returns
+    the agents by name."""
+    run_id = epoch_run(world, budget={"max_children": max_children})
     world.driver.tick()
     answer_all(world, {})  # the seed: 0/1
     world.driver.tick()
@@ -74,7 +78,10 @@ def through_the_boundary(world: World) -> dict[str, str]:
     )
     assert all(job.judge == JudgeConfig.model_validate(JUDGE) for job in evaluate)
     for job in evaluate:
-        world.answer(job, resolved=job.agent_id == world.seed)
+        if held is not None and job.agent_id == c1:
+            held.append(job)
+        else:
+            world.answer(job, resolved=job.agent_id == world.seed)
     world.driver.tick()
     return {"run": run_id, "c1": c1, "c2": c2}
 
@@ -188,6 +195,42 @@ def test_the_boundary_and_rescoring_replay_the_same(tmp_path: Path) -> None:
     first, second = story(tmp_path / "a"), story(tmp_path / "b")
     assert first == second
     assert first[-2:] == [(1, 0), (0, 0)]  # c1 and the seed re-scored; the seed chosen twice after
+
+
+def test_a_run_whose_steps_are_done_waits_for_its_rescoring_before_it_completes(world: World) -> None:
+    held: list[EvaluateJob] = []
+    named = through_the_boundary(world, max_children=3, held=held)
+    run_id = named["run"]
+    # The seed is scored in epoch 1 while c1 is still being re-scored: selection goes on.
+    improve, _ = world.outbox.take()
+    assert [job.parent_id for job in improve] == [world.seed]  # the last step of three
+    assert world.member(run_id, named["c1"]).epoch == 0
+    world.make_child(improve[0])
+    world.driver.tick()
+    answer_all(world, {})
+    world.driver.tick()
+    assert world.run(run_id).status == "running"  # every step is done; c1's re-scoring is not
+    for job in held:
+        world.answer(job, resolved=True)
+    world.driver.tick()
+    run = world.run(run_id)
+    assert (run.status, run.stop_reason) == ("completed", "budget: max_children reached (3)")
+    c1 = world.member(run_id, named["c1"])
+    assert (c1.epoch, c1.score) == (1, 1.0)
+
+
+def test_the_dry_run_bound_counts_each_epochs_stages_and_rescorings(world: World, tmp_path: Path) -> None:
+    config = {
+        "seed_agent": world.seed,
+        "stages": [{"tasks": T[:1]}],
+        "budget": {"max_children": 4},
+        "epochs": [{"after_steps": 2, "stages": [{"tasks": T[1:]}], "rescore_top_k": 1}],
+    }
+    with TestClient(create_app(_settings(tmp_path))) as client:
+        response = client.post("/api/runs/plan", json=config, headers={"Authorization": "Bearer test-token"})
+    assert response.status_code == 200, response.text
+    # Epoch 0: the seed and 2 children on 1 task; epoch 1: 2 children and 2 re-scored on 3 tasks.
+    assert response.json()["estimate"]["evaluations_max"] == 3 * 1 + 4 * 3
 
 
 def test_without_epochs_jobs_carry_no_judge_and_the_run_stays_in_epoch_0(world: World) -> None:
