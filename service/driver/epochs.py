@@ -148,6 +148,8 @@ def rescoring(session: Session, run: Run) -> bool:
 
 def _rescoring(session: Session, run: Run) -> list[RunAgent]:
     """Admitted agents with re-scoring evaluations in the current epoch and no score in it yet."""
+    if run.epoch == 0:
+        return []  # nothing is re-scored in the first epoch (and most runs have no other)
     rescored = (
         select(Evaluation.agent_id)
         .where(Evaluation.run_id == run.id, Evaluation.epoch == run.epoch, Evaluation.purpose == RESCORE)
