@@ -32,7 +32,11 @@ def show(ctx: typer.Context, agent_id: str) -> None:
         cli.console.print(f"merged with: {short(agent['second_parent_id'])} (second parent)")
     table = Table("run", "status", "score", "stages", "cost", "reason")
     for run in agent["runs"]:
-        stages = " ".join(f"{s['resolved']}/{s['total']}" for s in run["stages"])
+        # Stages of later epochs (utility versions) carry their epoch: "e1:2/5".
+        stages = " ".join(
+            f"{'e' + str(s['epoch']) + ':' if s.get('epoch') else ''}{s['resolved']}/{s['total']}"
+            for s in run["stages"]
+        )
         table.add_row(
             run["run_id"],
             run["status"],

@@ -160,6 +160,8 @@ def show(ctx: typer.Context, run_id: str) -> None:
     cli.console.print(table)
     if run["stop_reason"]:
         cli.console.print(f"stopped: {run['stop_reason']}")
+    if len(run.get("epochs", [])) > 1:  # versioned utilities: scores count in their epoch only
+        cli.console.print(f"utility: epoch {run['epoch']} of {len(run['epochs']) - 1}")
     print_agents(cli, agents["items"], title=f"top agents ({agents['total']} in the archive)")
 
 

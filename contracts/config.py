@@ -119,6 +119,43 @@ class LimitsConfig(StrictModel):
     overhead_s: int = Field(default=120, ge=5, le=3600)
 
 
+class JudgeConfig(StrictModel):
+    """A model grading an evaluation's trajectory (the agent's diff and log) against `rubric`.
+
+    It answers a score in [0, 1] and a reason; the evaluation passes the judge at `threshold`.
+    `mode: tests_and_judge` (default): resolved = the tests pass AND the judge passes (the judge
+    is asked only when the tests pass). `mode: judge_only`: resolved = the judge passes, for
+    tasks whose tests do not measure what the rubric asks (the tests still run and are shown).
+    The judge's calls are metered through the gateway as purpose "judge", within the job's lease.
+    """
+
+    model: str = Field(default="scripted", min_length=1, max_length=200)
+    rubric: str = Field(min_length=1, max_length=20_000)
+    threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    mode: Literal["tests_and_judge", "judge_only"] = "tests_and_judge"
+
+
+class EpochConfig(StrictModel):
+    """A new utility from step `after_steps` on (see service/driver/epochs.py for the boundary).
+
+    `stages` replaces the stage set and `judge` the judge; what an epoch leaves out it keeps
+    from the epoch before (epoch 0: the run's `stages`, test-based grading only). At the
+    boundary the `rescore_top_k` best admitted agents of the old epoch, and the seed, are
+    scored again under the new utility; selection then sees current-epoch scores only.
+    """
+
+    after_steps: int = Field(ge=1, le=1_000_000)
+    stages: list[StageConfig] | None = Field(default=None, min_length=1)
+    judge: JudgeConfig | None = None
+    rescore_top_k: int = Field(default=3, ge=1, le=1000)
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> EpochConfig:
+        if self.stages is None and self.judge is None:
+            raise ValueError("an epoch changes the utility: give 'stages', 'judge' or both")
+        return self
+
+
 class RunConfig(StrictModel):
     version: Literal[1] = 1
     name: str = Field(default="run", min_length=1, max_length=200)
@@ -134,6 +171,8 @@ class RunConfig(StrictModel):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     parallelism: int = Field(default=2, ge=1, le=1024)
     rng_seed: int = 0
+    # Versioned utilities (issue 12): none keeps one utility for the whole run.
+    epochs: list[EpochConfig] = Field(default_factory=list, max_length=100)
 
     _benchmark_paths = field_validator("benchmark", mode="wrap")(validate_benchmark)
 

@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.benchmark_options import BenchmarkConfig
-from contracts.config import LimitsConfig
+from contracts.config import JudgeConfig, LimitsConfig
 
 IMPROVE_TASK = "clade.improve"
 EVALUATE_TASK = "clade.evaluate"
@@ -112,3 +112,5 @@ class EvaluateJob(Job):
     task_id: str
     solve_model: str
     benchmark: BenchmarkConfig
+    # The utility's judge, when the evaluation's epoch has one: it grades after the tests.
+    judge: JudgeConfig | None = None

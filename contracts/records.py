@@ -45,6 +45,18 @@ class Durations(Record):
     total_s: float = 0.0
 
 
+class JudgeVerdict(Record):
+    """What the judge model made of an evaluation's trajectory (see contracts.config.JudgeConfig)."""
+
+    model: str = Field(max_length=200)
+    score: float | None = Field(ge=0.0, le=1.0)  # None: the judge gave no readable score
+    reason: str = Field(max_length=4_000)
+    threshold: float = Field(ge=0.0, le=1.0)
+    mode: Literal["tests_and_judge", "judge_only"]
+    passed: bool  # score >= threshold
+    tests_resolved: bool  # the test-based verdict the judge's was combined with
+
+
 class EvaluationResult(Record):
     """The outcome of one (agent, task) pair."""
 
@@ -69,6 +81,8 @@ class EvaluationResult(Record):
     dropped_for_grading: dict[str, str] = Field(default_factory=dict)
     # Evidence that the test results were forged (then `resolved` is False); None when not.
     tampered: str | None = None
+    # Set when the evaluation's utility has a judge and it was asked; `resolved` combines both.
+    judge: JudgeVerdict | None = None
 
     @model_validator(mode="after")
     def _tampered_is_never_resolved(self) -> EvaluationResult:
@@ -94,6 +108,7 @@ class EvaluationSubmission(Record):
 
 class StageScoreRecord(Record):
     stage: int
+    epoch: int = 0  # the utility version it was scored under
     resolved: int
     total: int
     threshold: float
@@ -106,6 +121,7 @@ class AgentRunRecord(Record):
     status: str
     reason: str | None
     score: float | None
+    epoch: int = 0  # the utility version `score` was measured under
     stages: list[StageScoreRecord]
     config: dict[str, Any]
 

@@ -13,6 +13,8 @@ from service.api.schemas import (
     AgentDetail,
     AgentInRun,
     Budget,
+    EpochPublic,
+    EpochStage,
     EvaluationPublic,
     Progress,
     RunAgentPublic,
@@ -21,6 +23,7 @@ from service.api.schemas import (
     StageScorePublic,
 )
 from service.db.models import Agent, Evaluation, LLMUsage, Run, RunAgent, StageScore, Step
+from service.driver.plan import stored_plan
 from service.leases import outstanding
 from service.lifecycle import STEP_IN_FLIGHT, MemberStatus
 from service.runs import elapsed_seconds
@@ -64,7 +67,25 @@ def run_public(session: Session, *, run: Run) -> RunPublic:
 
 
 def run_detail(session: Session, *, run: Run) -> RunDetail:
-    return RunDetail(**_run_fields(session, run), config=run.config, stage_tasks=run.stage_tasks)
+    plan = stored_plan(run)
+    epochs = [
+        EpochPublic(
+            epoch=epoch.number,
+            after_steps=epoch.after_steps,
+            stages=[EpochStage(task_ids=list(s.task_ids), threshold=s.threshold) for s in epoch.stages],
+            judge=epoch.judge,
+            rescore_top_k=epoch.rescore_top_k,
+            started=epoch.number <= run.epoch,
+        )
+        for epoch in plan.epochs
+    ]
+    return RunDetail(
+        **_run_fields(session, run),
+        config=run.config,
+        stage_tasks=[list(stage.task_ids) for stage in plan.stages],  # epoch 0's, as before epochs
+        epoch=run.epoch,
+        epochs=epochs,
+    )
 
 
 def _run_fields(session: Session, run: Run) -> dict[str, object]:
@@ -82,7 +103,7 @@ def _run_fields(session: Session, run: Run) -> dict[str, object]:
         .where(
             RunAgent.run_id == run.id, RunAgent.status == MemberStatus.ADMITTED, RunAgent.score.is_not(None)
         )
-        .order_by(RunAgent.score.desc(), RunAgent.created_at)
+        .order_by(RunAgent.epoch.desc(), RunAgent.score.desc(), RunAgent.created_at)  # the newest utility's
         .limit(1)
     ).first()
     return {
@@ -239,7 +260,8 @@ def run_agents(
     rows = session.scalars(
         select(RunAgent)
         .where(*where)
-        .order_by(RunAgent.score.desc().nulls_last(), RunAgent.created_at)
+        # Scored agents first, the newest utility's first (service/driver/epochs.py), best first.
+        .order_by(RunAgent.score.is_(None), RunAgent.epoch.desc(), RunAgent.score.desc(), RunAgent.created_at)
         .limit(limit)
         .offset(offset)
     ).all()
@@ -252,7 +274,7 @@ def top_agents(session: Session, *, run_id: str, k: int) -> list[str]:
         .where(
             RunAgent.run_id == run_id, RunAgent.status == MemberStatus.ADMITTED, RunAgent.score.is_not(None)
         )
-        .order_by(RunAgent.score.desc(), RunAgent.created_at)
+        .order_by(RunAgent.epoch.desc(), RunAgent.score.desc(), RunAgent.created_at)  # the newest utility's
         .limit(k)
     ).all()
     return list(rows)
@@ -337,12 +359,12 @@ def _agent_in_run(session: Session, member: RunAgent) -> AgentInRun:
     stages = session.scalars(
         select(StageScore)
         .where(StageScore.run_id == member.run_id, StageScore.agent_id == member.agent_id)
-        .order_by(StageScore.stage)
+        .order_by(StageScore.epoch, StageScore.stage)
     ).all()
     evaluations = session.scalars(
         select(Evaluation)
         .where(Evaluation.run_id == member.run_id, Evaluation.agent_id == member.agent_id)
-        .order_by(Evaluation.stage, Evaluation.task_id)
+        .order_by(Evaluation.epoch, Evaluation.stage, Evaluation.task_id)
     ).all()
     diagnosis = session.scalar(
         select(Step.diagnosis).where(Step.run_id == member.run_id, Step.child_id == member.agent_id)
@@ -355,6 +377,7 @@ def _agent_in_run(session: Session, member: RunAgent) -> AgentInRun:
         status=member.status,
         reason=member.reason,
         score=member.score,
+        epoch=member.epoch,
         stages=[StageScorePublic.model_validate(s, from_attributes=True) for s in stages],
         diagnosis=diagnosis,
         evaluations=[EvaluationPublic.model_validate(e, from_attributes=True) for e in evaluations],

@@ -8,11 +8,14 @@ system prompt, so the test or demo knows which child resolves which task:
 - the seed resolves `seed` tasks;
 - a child whose prompt carries RULE-1 also resolves `gen1` tasks, RULE-2 `gen2`;
 - the improvement after the last generation breaks the agent (`broken_after`),
-  so its child is rejected at validation and stays visible with the reason.
+  so its child is rejected at validation and stays visible with the reason;
+- the judge (`worker/judge.py`, asked when a run's utility has one) scores an agent that
+  changed nothing 0.0 and any other 0.9, so a threshold above 0.9 fails every agent.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -29,6 +32,28 @@ RULES = [
 SYSTEM_PROMPT_FILE = "agent/prompts/system.md"
 BROKEN = "this line is not python ("
 DIAGNOSIS = "Teach the agent a working rule\n\nAdd the next numbered RULE to its system prompt."
+JUDGE_MARKER = "You judge the work of coding agents"  # worker/prompts/judge_system.md
+JUDGE_SCORE = 0.9
+
+
+def _judge_rules() -> list[dict[str, Any]]:
+    """The scripted judge's answers: first, since its prompt carries the task's statement too."""
+
+    def answer(score: float, reason: str) -> dict[str, Any]:
+        return {"content": json.dumps({"score": score, "reason": f"(scripted judge) {reason}"})}
+
+    return [
+        {
+            "name": "judge-empty",
+            "match": {"system": JUDGE_MARKER, "last_user": r"\(empty: the agent changed nothing\)"},
+            "reply": answer(0.0, "the agent changed nothing."),
+        },
+        {
+            "name": "judge",
+            "match": {"system": JUDGE_MARKER},
+            "reply": answer(JUDGE_SCORE, "a focused change that addresses the task."),
+        },
+    ]
 
 
 class Curriculum(BaseModel):
@@ -73,7 +98,7 @@ def _break_agent() -> list[dict[str, Any]]:
 
 def build_script(tasks: Sequence[Task], curriculum: Curriculum) -> Script:
     by_id = {task.instance_id: task for task in tasks}
-    rules: list[dict[str, Any]] = []
+    rules: list[dict[str, Any]] = _judge_rules()
     # Improvement: the improver is the parent itself, so its system prompt tells its generation.
     improve = {"last_user": "Improve this coding agent"}
     if curriculum.break_after_last:

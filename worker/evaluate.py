@@ -1,5 +1,8 @@
 """The `evaluate` job: run one agent on one task, grade its diff in a fresh sandbox, report.
 
+When the job carries a judge (its epoch's utility has one), the judge grades the trajectory
+after the tests and its verdict is folded into the result (`worker.judge`).
+
 An evaluation that cannot run at all (its task image cannot be built, or Celery's retries
 of an infrastructure error ran out) is reported at once as an infrastructure failure with
 its cause, so the run shows why instead of waiting for the driver to give up on it.
@@ -19,6 +22,7 @@ from sandbox.base import SandboxError
 from worker.agent_runner import AgentRun, run_agent
 from worker.context import WorkerContext
 from worker.errors import InfrastructureError
+from worker.judge import judge, wanted
 from worker.manifests import manifest_from_tar
 from worker.usage import usage_records
 
@@ -76,11 +80,18 @@ def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
         outcome.timed_out,
         outcome.failure,
     )
+    calls = outcome.calls
+    if job.judge is not None and wanted(job.judge, result):
+        judged = judge(ctx, job, job.judge, task.problem_statement, result, outcome.calls)
+        result, calls = judged.result, calls + judged.calls
     result.durations = Durations(
-        setup_s=outcome.setup_s, agent_s=outcome.agent_s, grade_s=done - graded, total_s=done - started
+        setup_s=outcome.setup_s,
+        agent_s=outcome.agent_s,
+        grade_s=done - graded,
+        total_s=time.monotonic() - started,
     )
     ctx.client.submit_result(
-        job.evaluation_id, EvaluationSubmission(result=result, usage=usage_records(outcome.calls))
+        job.evaluation_id, EvaluationSubmission(result=result, usage=usage_records(calls))
     )
     return result
 

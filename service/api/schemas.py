@@ -7,7 +7,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
-from contracts.config import RunConfig
+from contracts.config import JudgeConfig, RunConfig
 from contracts.records import EvaluationResult
 from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus
 
@@ -76,9 +76,27 @@ class RunPublic(BaseModel):
     progress: Progress
 
 
+class EpochStage(BaseModel):
+    task_ids: list[str]
+    threshold: float
+
+
+class EpochPublic(BaseModel):
+    """One version of a run's utility (service/driver/epochs.py); epoch 0 is the run's stages."""
+
+    epoch: int
+    after_steps: int  # it begins once this many steps were opened and the old epoch's work is done
+    stages: list[EpochStage]  # task ids fixed when the run was created
+    judge: JudgeConfig | None
+    rescore_top_k: int  # agents re-scored when it begins (besides the seed); 0 for epoch 0
+    started: bool
+
+
 class RunDetail(RunPublic):
     config: RunConfig  # as validated when the run was created, defaults filled in
     stage_tasks: list[list[str]]  # the task ids of each stage, fixed when the run was created
+    epoch: int = 0  # the utility version in force: selection sees this epoch's scores only
+    epochs: list[EpochPublic] = Field(default_factory=list)  # every version, epoch 0 first
 
 
 class AgentPublic(BaseModel):
@@ -161,6 +179,7 @@ class LiveLineage(Lineage):
 
 class StageScorePublic(BaseModel):
     stage: int
+    epoch: int = 0  # the utility version it was scored under
     resolved: int
     total: int
     threshold: float
@@ -171,6 +190,7 @@ class EvaluationPublic(BaseModel):
     id: str
     task_id: str
     stage: int
+    epoch: int = 0  # the utility version it was run under
     status: EvaluationStatus
     resolved: bool | None
     cost_usd: float
@@ -191,7 +211,8 @@ class AgentInRun(BaseModel):
     status: MemberStatus
     reason: str | None
     score: float | None
-    stages: list[StageScorePublic]
+    epoch: int = 0  # the utility version `score` was measured under
+    stages: list[StageScorePublic]  # every epoch's, by epoch then stage
     diagnosis: str | None
     evaluations: list[EvaluationPublic]
     usd: float

@@ -32,7 +32,7 @@ def agent_metadata(session: Session, *, agent_id: str) -> AgentMetadata:
         stages = session.scalars(
             select(StageScore)
             .where(StageScore.run_id == run.id, StageScore.agent_id == agent_id)
-            .order_by(StageScore.stage)
+            .order_by(StageScore.epoch, StageScore.stage)
         )
         runs.append(
             AgentRunRecord(
@@ -41,6 +41,7 @@ def agent_metadata(session: Session, *, agent_id: str) -> AgentMetadata:
                 status=member.status,
                 reason=member.reason,
                 score=member.score,
+                epoch=member.epoch,
                 stages=[StageScoreRecord.model_validate(s, from_attributes=True) for s in stages],
                 config=run.config,
             )

@@ -30,7 +30,7 @@ from service.archive.git_store import GitStore
 from service.archive.limits import AgentLimits, TooLargeError, limit_text
 from service.archive.storage import full_disk_refused
 from service.archive.tarballs import extract_tar
-from service.db.models import Agent, Event, RunAgent, Step
+from service.db.models import Agent, Event, Run, RunAgent, Step
 from service.results import record_usage
 
 
@@ -239,6 +239,9 @@ def attach_child(
         step_number=step.number,
         meta_changed=meta_changed,
     )
+    run = session.get(Run, run_id)
+    if run is not None:  # the epoch it is scored in: its step's (a boundary waits for steps)
+        member.epoch = run.epoch
     if rejection:  # archived and shown, never a parent
         lifecycle.reject_step(step)
         lifecycle.join_rejected(member)

@@ -19,6 +19,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from service.db.models import Evaluation, LLMUsage, Run, Step
+from service.driver.epochs import most_evaluations
 from service.driver.plan import RunPlan
 from service.lifecycle import EvaluationStatus
 
@@ -109,9 +110,7 @@ class History(BaseModel):
 
 def estimate(session: Session, plan: RunPlan) -> RunEstimate:
     budget, config = plan.budget, plan.config
-    agents = budget.max_children + 1
-    tasks = sum(len(stage.task_ids) for stage in plan.stages)
-    evaluations_max = agents * tasks
+    evaluations_max = most_evaluations(plan)  # epochs' stages and re-scorings included
     job_seconds = (
         evaluations_max * plan.time_limits.evaluate_s + budget.max_children * plan.time_limits.improve_s
     )

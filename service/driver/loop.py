@@ -4,7 +4,8 @@ A tick takes each running run one move further along the path of its steps:
 
     advance   evaluating agents go through their stages (the missing evaluations are created)
     admit     agents whose evaluation is over are admitted or rejected, and their steps with them
-    select    parents are chosen among the admitted agents, one per free step slot
+    epoch     re-scored agents advance; the next epoch begins when its boundary is due
+    select    parents are chosen among the current epoch's admitted agents, one per free slot
     open      a step is opened for each parent
     dispatch  jobs not yet sent, or lost (unanswered past their time limit), go to the outbox
 
@@ -32,7 +33,7 @@ from contracts.logs import log_ids
 from service import leases, lifecycle
 from service.archive.store import Archive
 from service.db.models import Evaluation, Event, Run, RunAgent, Step
-from service.driver import budget, crossover
+from service.driver import budget, crossover, epochs
 from service.driver.dispatch import Dispatcher
 from service.driver.failures import failure_to_diagnose, parent_records
 from service.driver.parents import choose_parent
@@ -278,11 +279,16 @@ def drive(
         complete(session, run=run, reason=stop)
         return
     admit_agents(session, run, advance_agents(session, run, plan))
+    epochs.move(session, run, plan, used.steps)
     if not budget.children_exhausted(plan.budget, used):
         open_steps(session, run, select_parents(session, run, plan, used), improver_mode=plan.improver.mode)
         if archive is not None:
             crossover.pair_steps(session, run, plan, first_number=used.steps + 1)
-    elif _steps_in_flight(session, run) == 0 and not _agents_evaluating(session, run):
+    elif (
+        _steps_in_flight(session, run) == 0
+        and not _agents_evaluating(session, run)
+        and not epochs.rescoring(session, run)
+    ):
         complete(session, run=run, reason=_completion_reason(plan))
         return
     if archive is not None:
@@ -312,7 +318,11 @@ def admit_agents(session: Session, run: Run, verdicts: list[Verdict]) -> None:
 
 def select_parents(session: Session, run: Run, plan: RunPlan, used: budget.Spent) -> list[str]:
     """A parent for each free step slot, within the children budget (none until one is admitted)."""
-    free = min(plan.parallelism - _steps_in_flight(session, run), plan.budget.max_children - used.steps)
+    free = min(
+        plan.parallelism - _steps_in_flight(session, run),
+        plan.budget.max_children - used.steps,
+        epochs.steps_before_boundary(run, plan, used.steps),
+    )
     parents: list[str] = []
     for number in range(used.steps + 1, used.steps + 1 + free):
         parent = choose_parent(session, run, plan, number)
@@ -421,6 +431,7 @@ def dispatch_jobs(
                 task_id=evaluation.task_id,
                 solve_model=plan.models.solve,
                 benchmark=plan.benchmark,
+                judge=plan.epoch(evaluation.epoch).judge,
             )
         )
     return slicer.room if slicer.starved else None

@@ -1,4 +1,4 @@
-"""Choosing parents: the run's admitted agents as selection candidates."""
+"""Choosing parents: the run's admitted agents scored in its current epoch as selection candidates."""
 
 from __future__ import annotations
 
@@ -23,14 +23,15 @@ def candidates(session: Session, run: Run) -> list[Candidate]:
                 func.sum(case((Evaluation.resolved.is_(True), 1), else_=0)),
                 func.count(),
             )
-            .where(Evaluation.run_id == run.id, Evaluation.status == "done")
+            .where(Evaluation.run_id == run.id, Evaluation.status == "done", Evaluation.epoch == run.epoch)
             .group_by(Evaluation.agent_id)
         )
     }
     totals = clade_totals([(m.agent_id, m.parent_id) for m in members], stats)
     result = []
     for member in members:
-        if member.status != "admitted":
+        # Only scores of the run's current epoch (utility version) count; see epochs.py.
+        if member.status != "admitted" or member.epoch != run.epoch or member.score is None:
             continue
         resolved, attempted = totals[member.agent_id]
         result.append(

@@ -4,7 +4,8 @@
 benchmark loads with its options, each stage has known tasks, the selection
 strategy takes its parameters, the time limits fit the broker) and raises
 ConfigFieldError naming the field at fault; the API answers 422 at that path.
-The run stores the configuration and the stages' task ids; `stored_plan` turns
+The run stores the configuration and the stages' task ids (epoch 0's stages, then each
+later epoch's own stages, in order: `RunPlan.stage_tasks`); `stored_plan` turns
 them back into the same plan once per run and process, without loading the
 benchmark again, so the driver never works from a dict.
 """
@@ -25,9 +26,11 @@ from contracts.config import (
     BudgetConfig,
     ConfigFieldError,
     ImproverConfig,
+    JudgeConfig,
     LimitsConfig,
     ModelsConfig,
     RunConfig,
+    StageConfig,
 )
 from service.db.models import Run
 from service.driver.dispatch import evaluate_time_limit, improve_time_limit
@@ -38,6 +41,20 @@ from service.selection import SelectionStrategy, UnknownStrategyError, make_stra
 class StagePlan:
     task_ids: tuple[str, ...]
     threshold: float
+
+
+@dataclass(frozen=True)
+class EpochPlan:
+    """One version of the run's utility: what an agent is scored on from `after_steps` on.
+
+    Epoch 0 is the run's `stages` with test-based grading only (`after_steps` 0)."""
+
+    number: int
+    after_steps: int
+    stages: tuple[StagePlan, ...]
+    judge: JudgeConfig | None
+    rescore_top_k: int
+    own_stages: bool  # the epoch gave its own stage set (stored with the run), else kept the last
 
 
 @dataclass(frozen=True)
@@ -54,6 +71,7 @@ class RunPlan:
     stages: tuple[StagePlan, ...]
     strategy: SelectionStrategy
     time_limits: TimeLimits
+    epochs: tuple[EpochPlan, ...]  # epoch 0 first; one entry when the run has no epochs
 
     @property
     def benchmark(self) -> BenchmarkConfig:
@@ -85,8 +103,13 @@ class RunPlan:
 
     @property
     def stage_tasks(self) -> list[list[str]]:
-        """The task ids of each stage, as the run stores them."""
-        return [list(stage.task_ids) for stage in self.stages]
+        """The task ids of each stage, as the run stores them: epoch 0's stages, then the
+        stages of each later epoch that has its own."""
+        return [list(stage.task_ids) for epoch in self.epochs if epoch.own_stages for stage in epoch.stages]
+
+    def epoch(self, number: int) -> EpochPlan:
+        """The utility of epoch `number` (0: the run's stages)."""
+        return self.epochs[number]
 
     def improver_for(self, parent_id: str) -> str:
         """The agent that improves `parent_id`: the parent itself, or the fixed improver."""
@@ -100,8 +123,60 @@ def plan_run(config: RunConfig, *, catalog: BenchmarkCatalog, visibility_timeout
     """
     strategy = _strategy(config)
     time_limits = check_time_limits(config.limits, visibility_timeout_s)
-    stages = _stages(config, catalog)
-    return RunPlan(config=config, stages=stages, strategy=strategy, time_limits=time_limits)
+    _check_epochs(config)
+    benchmark = load_benchmark(catalog, config.benchmark)
+    stages = _stages(benchmark, config.stages, field="stages", seed=str(config.rng_seed))
+    own = [
+        _stages(benchmark, epoch.stages, field=f"epochs.{i}.stages", seed=f"{config.rng_seed}:e{i + 1}")
+        if epoch.stages is not None
+        else None
+        for i, epoch in enumerate(config.epochs)
+    ]
+    return RunPlan(
+        config=config,
+        stages=stages,
+        strategy=strategy,
+        time_limits=time_limits,
+        epochs=_epochs(config, stages, own),
+    )
+
+
+def _check_epochs(config: RunConfig) -> None:
+    """Epochs begin in order, each before the run's last step (else it would never be used)."""
+    previous = 0
+    for index, epoch in enumerate(config.epochs):
+        field = f"epochs.{index}.after_steps"
+        if epoch.after_steps <= previous:
+            raise ConfigFieldError(
+                field, f"epochs must begin in order: {epoch.after_steps} is not after {previous}"
+            )
+        if epoch.after_steps >= config.budget.max_children:
+            raise ConfigFieldError(
+                field,
+                f"{epoch.after_steps} is not below budget.max_children ({config.budget.max_children}):"
+                " the epoch would begin after the run's last step",
+            )
+        previous = epoch.after_steps
+
+
+def _epochs(
+    config: RunConfig, stages: tuple[StagePlan, ...], own: list[tuple[StagePlan, ...] | None]
+) -> tuple[EpochPlan, ...]:
+    """Each epoch's utility: what it leaves out is kept from the epoch before."""
+    epochs = [EpochPlan(0, 0, stages, None, 0, own_stages=True)]
+    for index, (epoch, its_stages) in enumerate(zip(config.epochs, own, strict=True), start=1):
+        last = epochs[-1]
+        epochs.append(
+            EpochPlan(
+                number=index,
+                after_steps=epoch.after_steps,
+                stages=its_stages if its_stages is not None else last.stages,
+                judge=epoch.judge if epoch.judge is not None else last.judge,
+                rescore_top_k=epoch.rescore_top_k,
+                own_stages=its_stages is not None,
+            )
+        )
+    return tuple(epochs)
 
 
 def check_time_limits(limits: LimitsConfig, visibility_timeout_s: int) -> TimeLimits:
@@ -145,33 +220,35 @@ def _some(names: list[str], shown: int = 10) -> str:
     return ", ".join(names[:shown]) + more
 
 
-def _stages(config: RunConfig, catalog: BenchmarkCatalog) -> tuple[StagePlan, ...]:
-    benchmark = load_benchmark(catalog, config.benchmark)
+def _stages(
+    benchmark: Benchmark, configs: list[StageConfig], *, field: str, seed: str
+) -> tuple[StagePlan, ...]:
+    """A stage set's task ids; errors name `field`.<index>. Samples draw with `seed`:<index>."""
     all_ids = [task.instance_id for task in benchmark.tasks()]
     known = set(all_ids)
     subsets = benchmark.subsets()
     stages: list[StagePlan] = []
-    for index, stage in enumerate(config.stages):
+    for index, stage in enumerate(configs):
         if stage.tasks is not None:
             unknown = list(dict.fromkeys(task for task in stage.tasks if task not in known))
             if unknown:
                 raise ConfigFieldError(
-                    f"stages.{index}.tasks", f"unknown task(s) of {benchmark.name}: {_some(unknown)}"
+                    f"{field}.{index}.tasks", f"unknown task(s) of {benchmark.name}: {_some(unknown)}"
                 )
             ids = list(dict.fromkeys(stage.tasks))
         elif stage.subset is not None:
             if stage.subset not in subsets:
                 names = ", ".join(sorted(subsets))
                 raise ConfigFieldError(
-                    f"stages.{index}.subset", f"{benchmark.name} has no subset {stage.subset!r} ({names})"
+                    f"{field}.{index}.subset", f"{benchmark.name} has no subset {stage.subset!r} ({names})"
                 )
             ids = list(subsets[stage.subset])
         else:
             ids = all_ids
         if stage.sample is not None:
-            ids = draw_sample(ids, stage.sample, seed=f"{config.rng_seed}:{index}")
+            ids = draw_sample(ids, stage.sample, seed=f"{seed}:{index}")
         if not ids:
-            raise ConfigFieldError(f"stages.{index}", "the stage has no tasks")
+            raise ConfigFieldError(f"{field}.{index}", "the stage has no tasks")
         stages.append(StagePlan(task_ids=tuple(ids), threshold=stage.threshold))
     return tuple(stages)
 
@@ -209,13 +286,19 @@ class _PlanCache:
 def _rebuild(run: Run) -> RunPlan:
     # Validated when the run was created; validating again only turns JSON back into types.
     config = RunConfig.model_validate(run.config)
-    stages = tuple(
-        StagePlan(task_ids=tuple(ids), threshold=stage.threshold)
-        for ids, stage in zip(run.stage_tasks, config.stages, strict=True)
-    )
+    stored = iter(run.stage_tasks)
+
+    def stages_of(configs: list[StageConfig]) -> tuple[StagePlan, ...]:
+        return tuple(StagePlan(task_ids=tuple(next(stored)), threshold=stage.threshold) for stage in configs)
+
+    stages = stages_of(config.stages)
+    own = [stages_of(epoch.stages) if epoch.stages is not None else None for epoch in config.epochs]
+    if next(stored, None) is not None:
+        raise ValueError(f"run {run.id} stores more stages than its configuration has")
     return RunPlan(
         config=config,
         stages=stages,
+        epochs=_epochs(config, stages, own),
         strategy=make_strategy(config.selection.strategy, config.selection.params),
         time_limits=TimeLimits(
             improve_s=improve_time_limit(config.limits), evaluate_s=evaluate_time_limit(config.limits)

@@ -4,6 +4,10 @@ An agent is evaluated on stage 0's tasks; if it resolves at least that stage's
 threshold it goes on to the next stage, and so on. Its score is the fraction
 resolved over every task it was evaluated on. A child is admitted as a parent
 candidate only if it passed stage 0; the seed is always a candidate.
+
+Stages, evaluations and stage scores belong to the run's current epoch (its utility
+version, `service.driver.epochs`): an agent re-scored in a new epoch goes through that
+epoch's stages with evaluations of purpose "rescore".
 """
 
 from __future__ import annotations
@@ -30,25 +34,38 @@ class Verdict:
     failed_first: str | None
 
 
-def advance(session: Session, run: Run, plan: RunPlan, member: RunAgent) -> Verdict | None:
-    """Move an evaluating agent through its stages as far as its finished evaluations allow.
+def advance(
+    session: Session, run: Run, plan: RunPlan, member: RunAgent, *, purpose: str = "selection"
+) -> Verdict | None:
+    """Move an agent through the current epoch's stages as far as its finished evaluations allow.
 
     The current stage's missing evaluations are created (pending, for the driver to send).
     Returns the verdict once no further stage is due, None while results are outstanding.
     """
+    stages = plan.epoch(run.epoch).stages
     while True:
         stage = member.stage_reached
-        tasks = plan.stages[stage].task_ids
+        tasks = stages[stage].task_ids
         existing = {
             e.task_id: e
             for e in session.scalars(
-                select(Evaluation).where(Evaluation.run_id == run.id, Evaluation.agent_id == member.agent_id)
+                select(Evaluation).where(
+                    Evaluation.run_id == run.id,
+                    Evaluation.agent_id == member.agent_id,
+                    Evaluation.epoch == run.epoch,
+                )
             )
         }
         missing = [task for task in tasks if task not in existing]
         for task in missing:
             evaluation = Evaluation(
-                id=new_id(), run_id=run.id, agent_id=member.agent_id, task_id=task, stage=stage
+                id=new_id(),
+                run_id=run.id,
+                agent_id=member.agent_id,
+                task_id=task,
+                stage=stage,
+                epoch=run.epoch,
+                purpose=purpose,
             )
             lifecycle.queue_evaluation(evaluation)
             session.add(evaluation)
@@ -56,20 +73,21 @@ def advance(session: Session, run: Run, plan: RunPlan, member: RunAgent) -> Verd
         if missing or any(existing[task].status != EvaluationStatus.DONE for task in tasks):
             return None
         resolved = sum(1 for task in tasks if existing[task].resolved)
-        threshold = plan.stages[stage].threshold
+        threshold = stages[stage].threshold
         passed = resolved / len(tasks) >= threshold
         session.merge(
             StageScore(
                 run_id=run.id,
                 agent_id=member.agent_id,
                 stage=stage,
+                epoch=run.epoch,
                 resolved=resolved,
                 total=len(tasks),
                 threshold=threshold,
                 passed=passed,
             )
         )
-        if passed and stage + 1 < len(plan.stages):
+        if passed and stage + 1 < len(stages):
             member.stage_reached = stage + 1
             continue
         failed_first = None
