@@ -86,10 +86,10 @@ class Islands(StrategyBase):
             return []
         moves: list[Migration] = []
         for source in range(self.islands):
-            present = self.on_island(candidates, source)
-            if not present:
+            there = self.on_island(candidates, source)
+            if not there:
                 continue
-            best = min(present, key=lambda c: (-c.score, c.children, c.agent_id))
+            best = min(there, key=lambda c: (-c.score, c.children, c.agent_id))
             target = (source + 1) % self.islands
             if present(best, target):
                 continue  # already there: the seed, or a migrant that came round the ring

@@ -61,7 +61,11 @@ class MapElites(StrategyBase):
         best: dict[str | None, Candidate] = {}
         for c in checked(candidates):
             held = best.get(c.niche)
-            if held is None or (-c.score, c.children, c.agent_id) < (-held.score, held.children, held.agent_id):
+            if held is None or (-c.score, c.children, c.agent_id) < (
+                -held.score,
+                held.children,
+                held.agent_id,
+            ):
                 best[c.niche] = c
         return best
 
@@ -73,3 +77,7 @@ class MapElites(StrategyBase):
 def _fraction(result: tuple[int, int]) -> Fraction:
     resolved, attempted = result
     return Fraction(resolved, attempted) if attempted else Fraction(0)
+
+
+def _rank(c: Candidate) -> tuple[float, int, str]:
+    return (-c.score, c.children, c.agent_id)
