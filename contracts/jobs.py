@@ -82,6 +82,8 @@ class ImproveJob(Job):
     improve_model: str
     benchmark: BenchmarkConfig  # for the failed task's statement
     failure: FailedEvaluation | None  # None: the parent resolved every task it was evaluated on
+    # Group evolution: the run's shared experience pool, for the diagnosis and improvement prompts.
+    experience: str | None = None
 
 
 class EvaluateJob(Job):

@@ -148,7 +148,9 @@ class Archive:
             )
             session.add(agent)
             step.child_id = sha
-            member = RunAgent(run_id=run_id, agent_id=sha, parent_id=parent_id, step_number=number)
+            member = RunAgent(
+                run_id=run_id, agent_id=sha, parent_id=parent_id, step_number=number, group_id=step.group_id
+            )
             if rejection:  # archived and shown, never a parent
                 lifecycle.reject_step(step)
                 lifecycle.join_rejected(member)
@@ -170,7 +172,13 @@ class Archive:
                 Event(
                     run_id=run_id,
                     kind="child_created",
-                    payload={"agent_id": sha, "parent_id": parent_id, "step": number, "rejection": rejection},
+                    payload={
+                        "agent_id": sha,
+                        "parent_id": parent_id,
+                        "step": number,
+                        "rejection": rejection,
+                        "files": changed_files(patch),  # for the experience pool of a group run
+                    },
                 )
             )
         self.git.set_agent_ref(sha)
@@ -187,6 +195,16 @@ class Archive:
             return parse_manifest(self.git.read_file(sha, MANIFEST_FILE)).model_dump()
         except InvalidAgentError as exc:
             return {"error": str(exc)}
+
+
+def changed_files(patch: str, limit: int = 20) -> list[str]:
+    """The paths a unified git diff changes (at most `limit`), read from its `diff --git` lines."""
+    paths: list[str] = []
+    for line in patch.splitlines():
+        if line.startswith("diff --git ") and len(paths) < limit:
+            _, _, rest = line.partition(" b/")
+            paths.append(rest or line.removeprefix("diff --git "))
+    return paths
 
 
 def _get_step(session: Session, step_id: str, lock: bool = False) -> Step:

@@ -31,7 +31,7 @@ from contracts.jobs import Budget, EvaluateJob, ImproveJob
 from contracts.logs import log_ids
 from service import leases, lifecycle
 from service.db.models import Evaluation, Event, Run, RunAgent, Step
-from service.driver import budget
+from service.driver import budget, search
 from service.driver.dispatch import Dispatcher
 from service.driver.failures import failure_to_diagnose
 from service.driver.parents import choose_parent
@@ -264,8 +264,10 @@ def drive(
         complete(session, run=run, reason=stop)
         return
     admit_agents(session, run, advance_agents(session, run, plan))
+    search.after_admission(session, run, plan)
     if not budget.children_exhausted(plan.budget, used):
         open_steps(session, run, select_parents(session, run, plan, used))
+        search.after_opening(session, run, plan)
     elif _steps_in_flight(session, run) == 0 and not _agents_evaluating(session, run):
         complete(session, run=run, reason=_completion_reason(plan))
         return
@@ -295,7 +297,7 @@ def select_parents(session: Session, run: Run, plan: RunPlan, used: budget.Spent
     free = min(plan.parallelism - _steps_in_flight(session, run), plan.budget.max_children - used.steps)
     parents: list[str] = []
     for number in range(used.steps + 1, used.steps + 1 + free):
-        parent = choose_parent(session, run, plan, number)
+        parent = choose_parent(session, run, plan, number, parents)
         if parent is None:
             break  # the seed is still being scored
         parents.append(parent)
@@ -377,6 +379,7 @@ def dispatch_jobs(
                 failure=failure_to_diagnose(
                     session, run_id=run.id, parent_id=step.parent_id, step_id=step.id
                 ),
+                experience=search.experience_text(session, run, plan),
             )
         )
     for evaluation in evaluations:
