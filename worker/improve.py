@@ -14,7 +14,7 @@ from contracts.jobs import ImproveJob
 from contracts.records import ChildSubmission, StepFailure
 from worker.agent_runner import AgentRun, run_agent
 from worker.context import WorkerContext
-from worker.diagnose import DiagnosisFailed, diagnose, prompt
+from worker.diagnose import DiagnosisFailed, diagnose, prompt, with_experience
 from worker.llm import LLMCall
 from worker.manifests import manifest_from_tar
 from worker.usage import usage_records
@@ -46,7 +46,9 @@ def improve(ctx: WorkerContext, job: ImproveJob) -> str:
         AgentRun(
             agent_code=improver_code,
             manifest=manifest,
-            statement=prompt("improve.md").substitute(diagnosis=diagnosis.text),
+            statement=with_experience(
+                prompt("improve.md").substitute(diagnosis=diagnosis.text), job.experience
+            ),
             prepare_repo=prepare,
             repo_path="/clade/repo",
             model=job.improve_model,
