@@ -65,6 +65,13 @@ class ExperiencePool(BaseModel):
     created_at: datetime | None = None
 
 
+class ExperienceHistory(BaseModel):
+    """Every version of a run's pool, oldest first: `experience.json` in the run's export."""
+
+    schema_version: Literal[1] = 1
+    versions: list[ExperiencePool]
+
+
 def update(session: Session, *, run_id: str, limit_chars: int) -> ExperiencePool | None:
     """A new version if steps finished since the latest one; None when nothing changed."""
     finished = (
@@ -102,6 +109,11 @@ def versions(session: Session, *, run_id: str) -> list[ExperiencePool]:
         select(Event).where(Event.run_id == run_id, Event.kind == EVENT).order_by(Event.id)
     ).all()
     return [_pool(row) for row in rows]
+
+
+def dump(pools: list[ExperiencePool]) -> bytes:
+    """Every version as one JSON document, for a run's export."""
+    return ExperienceHistory(versions=pools).model_dump_json(indent=2).encode()
 
 
 def latest_version(session: Session, *, run_id: str) -> ExperiencePool | None:

@@ -198,12 +198,18 @@ class Archive:
 
 
 def changed_files(patch: str, limit: int = 20) -> list[str]:
-    """The paths a unified git diff changes (at most `limit`), read from its `diff --git` lines."""
+    """The paths a unified diff changes (at most `limit`), from its `+++ b/` lines, or `--- a/`
+    for a deleted file."""
     paths: list[str] = []
+    removed: str | None = None
     for line in patch.splitlines():
-        if line.startswith("diff --git ") and len(paths) < limit:
-            _, _, rest = line.partition(" b/")
-            paths.append(rest or line.removeprefix("diff --git "))
+        if line.startswith("--- "):
+            removed = line[4:].removeprefix("a/")
+        elif line.startswith("+++ ") and len(paths) < limit:
+            added = line[4:]
+            path = removed if added == "/dev/null" else added.removeprefix("b/")
+            if path and path not in paths:
+                paths.append(path)
     return paths
 
 

@@ -299,7 +299,7 @@ def select_parents(session: Session, run: Run, plan: RunPlan, used: budget.Spent
     for number in range(used.steps + 1, used.steps + 1 + free):
         parent = choose_parent(session, run, plan, number, parents)
         if parent is None:
-            break  # the seed is still being scored
+            break  # the seed is still being scored (or a group run's round is not over)
         parents.append(parent)
     return parents
 

@@ -55,8 +55,9 @@ def candidates(session: Session, run: Run, *, islands: bool = False) -> list[Can
 def choose_parent(
     session: Session, run: Run, plan: RunPlan, step_number: int, chosen: Sequence[str] = ()
 ) -> str | None:
-    """The parent of step `step_number`, or None while no agent is admitted yet; `chosen` are
-    the parents picked earlier in this tick for the steps just before it (not opened yet).
+    """The parent of step `step_number`, or None while no agent is admitted yet (or, in a group
+    run, while the group before is still at work); `chosen` are the parents picked earlier in
+    this tick for the steps just before it (not opened yet).
 
     The random stream depends only on the run's seed and the step number, so a
     replayed run with the same archive picks the same parents. An islands run first
@@ -65,7 +66,7 @@ def choose_parent(
     strategy = plan.strategy
     islands = isinstance(strategy, Islands)
     pool = candidates(session, run, islands=islands)
-    if not pool:
+    if not pool or search.waits_for_round(session, run, plan, step_number, chosen):
         return None
     if isinstance(strategy, Islands) and search.migrate(session, run, strategy, pool, step_number):
         pool = candidates(session, run, islands=True)

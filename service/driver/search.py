@@ -8,7 +8,8 @@ beyond scores is written here from what the database holds, so a replay draws th
   a step's draw are recorded as `island_migration` events (agent, from, to, step) and read
   back as the candidates' `migrated_to`.
 - map_elites: an admitted agent's niche, from its first-stage results (`MapElites.descriptor`).
-- group: each step's group id (the group number as text); the experience pool's versions
+- group: each step's group id (the group number as text); a group's steps open only once
+  every earlier group's steps have finished; the experience pool's versions
   (`service.experience`), whose latest text every improve job of the run carries.
 """
 
@@ -23,7 +24,7 @@ from sqlalchemy.orm import Session
 from service import experience
 from service.db.models import Evaluation, Event, Run, RunAgent, Step
 from service.driver.plan import RunPlan
-from service.lifecycle import EvaluationStatus, MemberStatus
+from service.lifecycle import STEP_IN_FLIGHT, EvaluationStatus, MemberStatus
 from service.selection import Candidate, GroupEvolution, Islands, MapElites
 
 MIGRATION = "island_migration"
@@ -35,7 +36,10 @@ def after_admission(session: Session, run: Run, plan: RunPlan) -> None:
     if isinstance(strategy, Islands):
         for member in session.scalars(
             select(RunAgent).where(
-                RunAgent.run_id == run.id, RunAgent.island.is_(None), RunAgent.step_number.is_not(None)
+                RunAgent.run_id == run.id,
+                RunAgent.island.is_(None),
+                RunAgent.step_number.is_not(None),
+                RunAgent.agent_id != run.seed_agent_id,  # the seed (step 0) is on every island
             )
         ):
             member.island = strategy.island_of_step(member.step_number or 0)
@@ -78,6 +82,24 @@ def migrate(session: Session, run: Run, strategy: Islands, pool: Sequence[Candid
         )
     session.flush()
     return bool(moves)
+
+
+def waits_for_round(session: Session, run: Run, plan: RunPlan, number: int, chosen: Sequence[str]) -> bool:
+    """Whether step `number` opens a new group while steps of earlier groups are in flight: a
+    group starts once every earlier one has finished, so its jobs carry what they learned."""
+    strategy = plan.strategy
+    if not isinstance(strategy, GroupEvolution) or number == 1:
+        return False
+    if strategy.steps_of_group(strategy.group_of_step(number)).start != number:
+        return False
+    if chosen:
+        return True  # steps picked earlier in this tick belong to the group before
+    in_flight = session.scalar(
+        select(func.count())
+        .select_from(Step)
+        .where(Step.run_id == run.id, Step.number < number, Step.status.in_(STEP_IN_FLIGHT))
+    )
+    return bool(in_flight)
 
 
 def siblings(

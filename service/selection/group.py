@@ -7,7 +7,8 @@ next g group 2, ...). A group's parents are drawn by DGM's score_child_prop weig
 a parent in its group (all of them again once every candidate is). Drawing the group's members
 one after the other this way is sampling a group without replacement; the driver passes the
 parents already chosen for the group, so the strategy keeps no state and a replay with the
-same archive draws the same group.
+same archive draws the same group. Groups are rounds: the driver opens a group's first step
+only once every step of the groups before it has finished.
 
 What the group shares is the run's experience pool (`service.driver.experience`): what the
 siblings and earlier groups tried, and by how much each change moved the score; every improve
