@@ -5,6 +5,11 @@ draws parents from it with the run's `random.Random`. Draws are with
 replacement (k parents may repeat, as in DGM) and depend on the *set* of
 candidates, not on the order the caller listed them in: the same archive and
 the same RNG state give the same parents.
+
+The driver asks for one step's parent with `select_for_step`, giving the step's
+number and, in a group, the parents already chosen for it (`StepContext`).
+Strategies blind to steps inherit defaults that make exactly the `select` draw;
+islands and groups use the step, still as pure functions of their inputs.
 """
 
 from __future__ import annotations

@@ -58,8 +58,7 @@ def test_strategies_blind_to_steps_draw_as_select_does(name: str) -> None:
         step = StepContext(number=seed + 1, siblings=("a",))
         drawn = strategy.select_for_step(MIXED, random.Random(seed), step)
         assert [drawn] == strategy.select(MIXED, random.Random(seed))
-        if name != "hgm":
-            assert strategy.probabilities_for_step(MIXED, step) == strategy.probabilities(MIXED)
+        assert strategy.probabilities_for_step(MIXED, step) == strategy.probabilities(MIXED)
 
 
 def test_empty_candidates_are_refused_per_step(strategy: SelectionStrategy) -> None:
