@@ -17,6 +17,10 @@ from contracts.benchmark_options import CladeMiniConfig
 from contracts.config import LimitsConfig
 from contracts.jobs import Budget, FailedEvaluation, ImproveJob
 from worker import diagnose, improve
+from worker.llm import UpstreamConfig, load_price_table, make_upstream
+from worker.llm.script import Match, Reply, Rule, Script
+from worker.llm.scripted import ScriptedServer
+from worker.metrics import WorkerMetrics
 from worker.service_client import ServiceClient
 
 PARENT = "a" * 40
@@ -105,3 +109,36 @@ def test_the_pool_reaches_both_prompts() -> None:
         assert text.rstrip().endswith(POOL.splitlines()[-1])
     assert prompt.index(TASK) < prompt.index(POOL)  # after the failure, not instead of it
     assert "Check your work." in statement
+
+
+def test_the_scripted_diagnosis_model_receives_the_pool() -> None:
+    """Through the real metered chat: the (scripted) model answers by what its prompt holds."""
+    script = Script(
+        model="scripted",
+        rules=[
+            Rule(
+                name="experience",
+                match=Match(
+                    last_user=r"# What this run's agents have tried so far.*child def admitted \(\+0\.50\)"
+                ),
+                reply=Reply(content="(scripted) Build on step 2's change"),
+            )
+        ],
+        default=Reply(content="(scripted) no experience seen"),
+    )
+    with ScriptedServer(script) as server:
+        ctx = mock.Mock(
+            upstream=make_upstream(UpstreamConfig(base_url=server.base_url)),
+            prices=load_price_table(None),
+            secrets=[],
+            catalog=BenchmarkCatalog(),
+            metrics=WorkerMetrics(),
+        )
+        with_pool = diagnose.diagnose(
+            ctx, job(POOL).model_copy(update={"diagnose_model": "scripted"}), agent_tar()
+        )
+        without = diagnose.diagnose(
+            ctx, job(None).model_copy(update={"diagnose_model": "scripted"}), agent_tar()
+        )
+    assert with_pool.text == "(scripted) Build on step 2's change"
+    assert without.text == "(scripted) no experience seen"
