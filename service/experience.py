@@ -87,7 +87,7 @@ def update(session: Session, *, run_id: str, limit_chars: int) -> ExperiencePool
         return None
     entries = _entries(session, run_id)
     version = (latest.version if latest is not None else 0) + 1
-    shown, text = _render(entries, version=version, limit_chars=limit_chars)
+    shown, text = render(entries, version=version, limit_chars=limit_chars)
     pool = ExperiencePool(
         run_id=run_id,
         version=version,
@@ -205,7 +205,7 @@ def _helped(entry: ExperienceEntry) -> bool:
     return entry.change is not None and entry.change > 0
 
 
-def _render(
+def render(
     entries: list[ExperienceEntry], *, version: int, limit_chars: int
 ) -> tuple[list[ExperienceEntry], str]:
     """The entries that fit in `limit_chars` and the pool's text."""

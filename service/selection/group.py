@@ -35,7 +35,7 @@ class GroupEvolution(StrategyBase):
     group_size: int = Field(default=3, ge=1, le=256)
     lambda_: float = Field(default=10.0, ge=0.0, alias="lambda")
     m: float = Field(default=0.5, ge=0.0, le=1.0)
-    experience_chars: int = Field(default=3000, ge=200, le=100_000)
+    experience_chars: int = Field(default=3000, ge=1000, le=100_000)
 
     def _inner(self) -> ScoreChildProp:
         return ScoreChildProp(lambda_=self.lambda_, m=self.m)
