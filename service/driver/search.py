@@ -41,7 +41,7 @@ def after_admission(session: Session, run: Run, plan: RunPlan) -> None:
                 RunAgent.step_number.is_not(None),
                 RunAgent.agent_id != run.seed_agent_id,  # the seed (step 0) is on every island
             )
-        ):
+        ).all():
             member.island = strategy.island_of_step(member.step_number or 0)
     if isinstance(strategy, MapElites):
         _describe_niches(session, run, plan, strategy)
@@ -54,7 +54,7 @@ def after_opening(session: Session, run: Run, plan: RunPlan) -> None:
     strategy = plan.strategy
     if not isinstance(strategy, GroupEvolution):
         return
-    for step in session.scalars(select(Step).where(Step.run_id == run.id, Step.group_id.is_(None))):
+    for step in session.scalars(select(Step).where(Step.run_id == run.id, Step.group_id.is_(None))).all():
         step.group_id = str(strategy.group_of_step(step.number))
     session.flush()
 
