@@ -165,6 +165,24 @@ def show(ctx: typer.Context, run_id: str) -> None:
     print_agents(cli, agents["items"], title=f"top agents ({agents['total']} in the archive)")
 
 
+@app.command("experience")
+def show_experience(
+    ctx: typer.Context,
+    run_id: str,
+    version: Annotated[int | None, typer.Option(help="A version of the pool (default: the latest)")] = None,
+) -> None:
+    """Show a group run's experience pool, as its improve jobs received it."""
+    cli: CliContext = ctx.obj
+    with reported_errors():
+        params = {} if version is None else {"version": version}
+        pool = cli.client().get(f"/api/runs/{run_id}/experience", **params)
+    if cli.as_json:
+        cli.emit_json(pool)
+        return
+    cli.console.print(f"experience pool version {pool['version']} ({pool['finished_steps']} finished steps)")
+    cli.console.print(escape(pool["text"]))
+
+
 def print_agents(cli: CliContext, agents: list[dict[str, Any]], title: str) -> None:
     table = Table("agent", "parent", "status", "score", "children", "step", "reason", title=title)
     for agent in agents:
@@ -243,6 +261,14 @@ def describe_event(event: dict[str, Any]) -> str:
     if kind == "driver_error":
         cause = escape(str(p.get("error")))
         return f"{stamp} [yellow]run driver failed ({p.get('failed_ticks', 1)} ticks): {cause}[/yellow]"
+    if kind == "island_migration":
+        return (
+            f"{stamp} agent {short(p.get('agent_id'))} migrates from island {p.get('from')} to {p.get('to')}"
+        )
+    if kind == "experience_updated":
+        return (
+            f"{stamp} experience pool version {p.get('version')} ({p.get('finished_steps')} finished steps)"
+        )
     if kind in ("agent_admitted", "agent_rejected"):
         verdict = "admitted" if kind == "agent_admitted" else "rejected"
         extra = f" score {fmt_score(p.get('score'))}" if p.get("score") is not None else ""

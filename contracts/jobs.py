@@ -102,6 +102,8 @@ class ImproveJob(Job):
     # Hyper steps: the parent runs its own `improve` command on these records instead of Clade's
     # diagnosis and improver (docs/hyperagents.md); None for every other step.
     records: list[EvaluationRecord] | None = None
+    # Group evolution: the run's shared experience pool, for the diagnosis and improvement prompts.
+    experience: str | None = None
 
 
 class EvaluateJob(Job):

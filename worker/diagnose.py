@@ -33,6 +33,13 @@ def prompt(name: str) -> Template:
     return Template((PROMPTS / name).read_text())
 
 
+def with_experience(text: str, experience: str | None) -> str:
+    """`text`, followed by the run's shared experience when the job carries one (group runs)."""
+    if not experience:
+        return text
+    return text.rstrip("\n") + "\n\n" + prompt("experience.md").substitute(experience=experience.strip())
+
+
 def diagnose(ctx: WorkerContext, job: ImproveJob, parent_code: bytes) -> Diagnosis:
     failure = job.failure
     if failure is None:
@@ -61,7 +68,7 @@ def diagnose(ctx: WorkerContext, job: ImproveJob, parent_code: bytes) -> Diagnos
             "model": job.diagnose_model,
             "messages": [
                 {"role": "system", "content": prompt("diagnose_system.md").template},
-                {"role": "user", "content": user},
+                {"role": "user", "content": with_experience(user, job.experience)},
             ],
         }
     )

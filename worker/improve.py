@@ -17,7 +17,7 @@ from contracts.jobs import CrossoverPart, ImproveJob
 from contracts.records import ChildSubmission, StepFailure
 from worker.agent_runner import AgentOutcome, AgentRun, run_agent
 from worker.context import WorkerContext
-from worker.diagnose import Diagnosis, DiagnosisFailed, diagnose, prompt
+from worker.diagnose import Diagnosis, DiagnosisFailed, diagnose, prompt, with_experience
 from worker.hyper import hyper_run
 from worker.llm import LLMCall
 from worker.manifests import manifest_from_tar
@@ -74,7 +74,7 @@ def improve(ctx: WorkerContext, job: ImproveJob) -> str:
         AgentRun(
             agent_code=improver_code,
             manifest=manifest,
-            statement=statement,
+            statement=with_experience(statement, job.experience),
             prepare_repo=prepare,
             repo_path="/clade/repo",
             model=job.improve_model,

@@ -6,6 +6,7 @@ chunk, so an agent of any size is exported in bounded memory.
 
 from __future__ import annotations
 
+import itertools
 import tarfile
 import time
 import zlib
@@ -65,14 +66,24 @@ def export_agent(metadata: AgentMetadata, git: GitStore) -> Iterator[bytes]:
     return gzip_stream(tar_stream(_agent_members(git, metadata, prefix=f"agent-{metadata.agent_id[:12]}")))
 
 
-def export_top(metadata: list[AgentMetadata], git: GitStore) -> Iterator[bytes]:
-    """One tar.gz of several agents, `top-<rank>-<id>/` each, streamed."""
-    members = (
-        member
-        for rank, agent in enumerate(metadata, start=1)
-        for member in _agent_members(git, agent, prefix=f"top-{rank:02d}-{agent.agent_id[:12]}")
+def export_top(metadata: list[AgentMetadata], git: GitStore, extra: Iterable[Member] = ()) -> Iterator[bytes]:
+    """One tar.gz of several agents, `top-<rank>-<id>/` each, then `extra` members, streamed."""
+    members = itertools.chain(
+        (
+            member
+            for rank, agent in enumerate(metadata, start=1)
+            for member in _agent_members(git, agent, prefix=f"top-{rank:02d}-{agent.agent_id[:12]}")
+        ),
+        extra,
     )
     return gzip_stream(tar_stream(members))
+
+
+def file_member(name: str, data: bytes) -> Member:
+    """A regular file of `data` for a tar stream."""
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
+    return info, (data,)
 
 
 Member = tuple[tarfile.TarInfo, Iterable[bytes]]
@@ -84,10 +95,7 @@ def _agent_members(git: GitStore, metadata: AgentMetadata, prefix: str) -> Itera
     # of the empty tree is a tar without even a header, which tarfile cannot open.
     if git.tree_of(metadata.agent_id) != EMPTY_TREE:
         yield from _code_members(git, metadata.agent_id, prefix)
-    data = metadata.model_dump_json(indent=2).encode()
-    info = tarfile.TarInfo(f"{prefix}/metadata.json")
-    info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
-    yield info, (data,)
+    yield file_member(f"{prefix}/metadata.json", metadata.model_dump_json(indent=2).encode())
 
 
 def _code_members(git: GitStore, agent_id: str, prefix: str) -> Iterator[Member]:

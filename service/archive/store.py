@@ -150,6 +150,7 @@ class Archive:
                 diagnosis=diagnosis,
                 usage=usage,
                 meta_changed=meta,
+                files=changed_files(patch),
             )
         self.git.set_agent_ref(sha)
         return agent
@@ -165,7 +166,15 @@ class Archive:
         manifest = self._manifest_of(sha)
         parent_manifest = _get_agent(session, step.parent_id).manifest
         meta = self._meta_changed(parent_manifest, manifest, step.parent_id, sha)
-        return attach_child(session, step, sha=sha, tree=tree, manifest=manifest, meta_changed=meta)
+        return attach_child(
+            session,
+            step,
+            sha=sha,
+            tree=tree,
+            manifest=manifest,
+            meta_changed=meta,
+            files=sorted(self.git.changed_paths(step.parent_id, sha))[:20],
+        )
 
     def _delivered_again(self, session: Session, child_id: str) -> Agent:
         agent = _get_agent(session, child_id)
@@ -214,6 +223,7 @@ def attach_child(
     diagnosis: str | None = None,
     usage: list[UsageRecord] | None = None,
     meta_changed: bool | None = None,
+    files: list[str] | None = None,
 ) -> Agent:
     """The rows of a step's child whose commit is in git: the agent, its place in the run (a
     crossover child with both parents, each counting it), the step's new status, its usage."""
@@ -238,6 +248,7 @@ def attach_child(
         second_parent_id=second_id,
         step_number=step.number,
         meta_changed=meta_changed,
+        group_id=step.group_id,
     )
     run = session.get(Run, run_id)
     if run is not None:  # the epoch it is scored in: its step's (a boundary waits for steps)
@@ -260,11 +271,33 @@ def attach_child(
         parent = session.get(RunAgent, (run_id, parent_of)) if parent_of is not None else None
         if parent is not None:
             parent.children += 1
-    payload = {"agent_id": sha, "parent_id": parent_id, "step": step.number, "rejection": rejection}
+    payload: dict[str, object] = {
+        "agent_id": sha,
+        "parent_id": parent_id,
+        "step": step.number,
+        "rejection": rejection,
+        "files": files or [],  # for the experience pool of a group run
+    }
     if second_id is not None:
         payload["second_parent_id"] = second_id
     session.add(Event(run_id=run_id, kind="child_created", payload=payload))
     return agent
+
+
+def changed_files(patch: str, limit: int = 20) -> list[str]:
+    """The paths a unified diff changes (at most `limit`), from its `+++ b/` lines, or `--- a/`
+    for a deleted file."""
+    paths: list[str] = []
+    removed: str | None = None
+    for line in patch.splitlines():
+        if line.startswith("--- "):
+            removed = line[4:].removeprefix("a/")
+        elif line.startswith("+++ ") and len(paths) < limit:
+            added = line[4:]
+            path = removed if added == "/dev/null" else added.removeprefix("b/")
+            if path and path not in paths:
+                paths.append(path)
+    return paths
 
 
 def _get_step(session: Session, step_id: str, lock: bool = False) -> Step:

@@ -33,7 +33,7 @@ from contracts.logs import log_ids
 from service import leases, lifecycle
 from service.archive.store import Archive
 from service.db.models import Evaluation, Event, Run, RunAgent, Step
-from service.driver import budget, crossover, epochs
+from service.driver import budget, crossover, epochs, search
 from service.driver.dispatch import Dispatcher
 from service.driver.failures import failure_to_diagnose, parent_records
 from service.driver.parents import choose_parent
@@ -279,9 +279,11 @@ def drive(
         complete(session, run=run, reason=stop)
         return
     admit_agents(session, run, advance_agents(session, run, plan))
+    search.after_admission(session, run, plan)
     epochs.move(session, run, plan, used.steps)
     if not budget.children_exhausted(plan.budget, used):
         open_steps(session, run, select_parents(session, run, plan, used), improver_mode=plan.improver.mode)
+        search.after_opening(session, run, plan)
         if archive is not None:
             crossover.pair_steps(session, run, plan, first_number=used.steps + 1)
     elif (
@@ -325,9 +327,9 @@ def select_parents(session: Session, run: Run, plan: RunPlan, used: budget.Spent
     )
     parents: list[str] = []
     for number in range(used.steps + 1, used.steps + 1 + free):
-        parent = choose_parent(session, run, plan, number)
+        parent = choose_parent(session, run, plan, number, parents)
         if parent is None:
-            break  # the seed is still being scored
+            break  # the seed is still being scored (or a group run's round is not over)
         parents.append(parent)
     return parents
 
@@ -412,6 +414,7 @@ def dispatch_jobs(
                 else failure_to_diagnose(session, run_id=run.id, parent_id=step.parent_id, step_id=step.id),
                 records=parent_records(session, run_id=run.id, parent_id=step.parent_id) if hyper else None,
                 crossover=crossover.job_part(archive, step),
+                experience=search.experience_text(session, run, plan),
             )
         )
     for evaluation in evaluations:

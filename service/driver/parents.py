@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Sequence
 
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from service.db.models import Evaluation, Run, RunAgent
+from service.driver import search
 from service.driver.plan import RunPlan
-from service.selection import Candidate
+from service.selection import Candidate, Islands, StepContext
 
 
-def candidates(session: Session, run: Run) -> list[Candidate]:
+def candidates(session: Session, run: Run, *, islands: bool = False) -> list[Candidate]:
+    """The run's admitted agents; with `islands`, each with the islands it migrated to."""
     members = session.scalars(select(RunAgent).where(RunAgent.run_id == run.id)).all()
     stats = {
         agent_id: (int(resolved), int(attempted))
@@ -28,6 +31,7 @@ def candidates(session: Session, run: Run) -> list[Candidate]:
         )
     }
     totals = clade_totals([(m.agent_id, m.parent_id) for m in members], stats)
+    moved = search.migrated_to(session, run) if islands else {}
     result = []
     for member in members:
         # Only scores of the run's current epoch (utility version) count; see epochs.py.
@@ -41,22 +45,35 @@ def candidates(session: Session, run: Run) -> list[Candidate]:
                 children=member.children,
                 clade_resolved=resolved,
                 clade_attempted=attempted,
+                island=member.island,
+                migrated_to=moved.get(member.agent_id, ()),
+                niche=member.niche,
             )
         )
     return result
 
 
-def choose_parent(session: Session, run: Run, plan: RunPlan, step_number: int) -> str | None:
-    """The parent of step `step_number`, or None while no agent is admitted yet.
+def choose_parent(
+    session: Session, run: Run, plan: RunPlan, step_number: int, chosen: Sequence[str] = ()
+) -> str | None:
+    """The parent of step `step_number`, or None while no agent is admitted yet (or, in a group
+    run, while the group before is still at work); `chosen` are the parents picked earlier in
+    this tick for the steps just before it (not opened yet).
 
     The random stream depends only on the run's seed and the step number, so a
-    replayed run with the same archive picks the same parents.
+    replayed run with the same archive picks the same parents. An islands run first
+    records the migrations due at this step, which the draw then sees.
     """
-    pool = candidates(session, run)
-    if not pool:
+    strategy = plan.strategy
+    islands = isinstance(strategy, Islands)
+    pool = candidates(session, run, islands=islands)
+    if not pool or search.waits_for_round(session, run, plan, step_number, chosen):
         return None
+    if isinstance(strategy, Islands) and search.migrate(session, run, strategy, pool, step_number):
+        pool = candidates(session, run, islands=True)
+    step = StepContext(number=step_number, siblings=search.siblings(session, run, plan, step_number, chosen))
     rng = random.Random(f"{plan.rng_seed}:{step_number}")
-    return plan.strategy.select(pool, rng, k=1)[0]
+    return strategy.select_for_step(pool, rng, step)
 
 
 def clade_totals(

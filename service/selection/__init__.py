@@ -1,7 +1,10 @@
 """Parent selection: strategies behind one protocol, chosen per run by name."""
 
-from service.selection.base import Candidate, SelectionStrategy
+from service.selection.base import Candidate, SelectionStrategy, StepContext
+from service.selection.group import GroupEvolution
 from service.selection.hgm import Hgm
+from service.selection.islands import Islands, Migration
+from service.selection.map_elites import MapElites
 from service.selection.registry import (
     STRATEGIES,
     UnknownStrategyError,
@@ -14,10 +17,15 @@ __all__ = [
     "STRATEGIES",
     "Best",
     "Candidate",
+    "GroupEvolution",
     "Hgm",
+    "Islands",
+    "MapElites",
+    "Migration",
     "ScoreChildProp",
     "ScoreProp",
     "SelectionStrategy",
+    "StepContext",
     "Uniform",
     "UnknownStrategyError",
     "known_strategies",

@@ -5,6 +5,11 @@ draws parents from it with the run's `random.Random`. Draws are with
 replacement (k parents may repeat, as in DGM) and depend on the *set* of
 candidates, not on the order the caller listed them in: the same archive and
 the same RNG state give the same parents.
+
+The driver asks for one step's parent with `select_for_step`, giving the step's
+number and, in a group, the parents already chosen for it (`StepContext`).
+Strategies blind to steps inherit defaults that make exactly the `select` draw;
+islands and groups use the step, still as pure functions of their inputs.
 """
 
 from __future__ import annotations
@@ -24,7 +29,10 @@ class Candidate(BaseModel):
     `score` is the agent's fraction of resolved tasks in the run; `children`
     the number of children already created from it in this run;
     `clade_resolved` / `clade_attempted` pool the evaluations of the agent and
-    all its descendants (used by `hgm`).
+    all its descendants (used by `hgm`). `island` is the agent's home island (None:
+    every island, as the seed) and `migrated_to` the islands it migrated to (`islands`);
+    `niche` its behaviour descriptor (`map_elites`). Strategies that ignore them
+    leave them at their defaults.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -34,6 +42,9 @@ class Candidate(BaseModel):
     children: int = Field(ge=0)
     clade_resolved: int = Field(ge=0)
     clade_attempted: int = Field(ge=0)
+    island: int | None = Field(default=None, ge=0)
+    migrated_to: tuple[int, ...] = ()
+    niche: str | None = None
 
     @model_validator(mode="after")
     def _resolved_within_attempted(self) -> Self:
@@ -42,6 +53,16 @@ class Candidate(BaseModel):
                 f"clade_resolved ({self.clade_resolved}) exceeds clade_attempted ({self.clade_attempted})"
             )
         return self
+
+
+class StepContext(BaseModel):
+    """The step a parent is chosen for: its number in the run (1, 2, ...) and, for a group
+    strategy, the parents already chosen for the other steps of its group."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    number: int = Field(ge=1)
+    siblings: tuple[str, ...] = ()
 
 
 @runtime_checkable
@@ -56,6 +77,14 @@ class SelectionStrategy(Protocol):
 
     def select(self, candidates: Sequence[Candidate], rng: random.Random, k: int = 1) -> list[str]:
         """`k` parent ids drawn independently (with replacement) using only `rng`."""
+        ...
+
+    def probabilities_for_step(self, candidates: Sequence[Candidate], step: StepContext) -> dict[str, float]:
+        """Each candidate's probability of being the parent of `step` (sums to 1)."""
+        ...
+
+    def select_for_step(self, candidates: Sequence[Candidate], rng: random.Random, step: StepContext) -> str:
+        """The parent of `step`, drawn using only `rng`; strategies blind to steps call `select`."""
         ...
 
 
@@ -110,3 +139,10 @@ class StrategyBase(BaseModel, ABC):
     def select(self, candidates: Sequence[Candidate], rng: random.Random, k: int = 1) -> list[str]:
         check_k(k)
         return draw(self.probabilities(candidates), rng, k)
+
+    def probabilities_for_step(self, candidates: Sequence[Candidate], step: StepContext) -> dict[str, float]:
+        return self.probabilities(candidates)
+
+    def select_for_step(self, candidates: Sequence[Candidate], rng: random.Random, step: StepContext) -> str:
+        # Exactly the draw `select` makes, so a strategy blind to steps picks as it always did.
+        return self.select(candidates, rng, k=1)[0]

@@ -6,7 +6,10 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from service.selection.base import SelectionStrategy, StrategyBase
+from service.selection.group import GroupEvolution
 from service.selection.hgm import Hgm
+from service.selection.islands import Islands
+from service.selection.map_elites import MapElites
 from service.selection.score import Best, ScoreChildProp, ScoreProp, Uniform
 
 
@@ -15,7 +18,10 @@ class UnknownStrategyError(ValueError):
 
 
 STRATEGIES: Mapping[str, type[StrategyBase]] = MappingProxyType(
-    {cls.name: cls for cls in (ScoreChildProp, ScoreProp, Best, Uniform, Hgm)}
+    {
+        cls.name: cls
+        for cls in (ScoreChildProp, ScoreProp, Best, Uniform, Hgm, Islands, MapElites, GroupEvolution)
+    }
 )
 
 

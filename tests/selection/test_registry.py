@@ -19,7 +19,16 @@ from service.selection import (
 
 
 def test_known_strategies() -> None:
-    assert known_strategies() == ["best", "hgm", "random", "score_child_prop", "score_prop"]
+    assert known_strategies() == [
+        "best",
+        "group",
+        "hgm",
+        "islands",
+        "map_elites",
+        "random",
+        "score_child_prop",
+        "score_prop",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -47,7 +56,8 @@ def test_unknown_strategy_names_it_and_lists_the_known() -> None:
         make_strategy("score_childprop", {})
     assert isinstance(caught.value, ValueError)
     assert str(caught.value) == (
-        "unknown selection strategy 'score_childprop'; known: best, hgm, random, score_child_prop, score_prop"
+        "unknown selection strategy 'score_childprop'; known: best, group, hgm, islands, map_elites, random,"
+        " score_child_prop, score_prop"
     )
 
 

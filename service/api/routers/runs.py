@@ -11,7 +11,8 @@ from sqlalchemy import BigInteger, func, literal, select
 from sqlalchemy.orm import Session
 
 from contracts.config import RunConfig
-from service import lifecycle, queries, runs
+from contracts.errors import NotFoundError
+from service import experience, lifecycle, queries, runs
 from service.api.deps import AdminOnly, ArchiveDep, Reader, ServicesDep, SessionDep
 from service.api.responses import download, error_responses
 from service.api.routes import CheckedRoute
@@ -27,10 +28,11 @@ from service.api.schemas import (
     RunUsage,
     UsagePoint,
 )
-from service.archive.export import agent_metadata, export_top, predictions_jsonl
+from service.archive.export import agent_metadata, export_top, file_member, predictions_jsonl
 from service.db.models import Event, LLMUsage
 from service.driver.estimate import PlannedRun, planned_run
 from service.driver.plan import plan_run
+from service.experience import ExperiencePool
 
 router = APIRouter(
     prefix="/api/runs", tags=["runs"], route_class=CheckedRoute, responses=error_responses(401, 422)
@@ -210,15 +212,37 @@ def export_run_top(
     archive: ArchiveDep,
     k: Annotated[int, Query(ge=1, le=100)] = 5,
 ) -> Response:
-    """The run's top k admitted agents as one tar.gz (code and metadata.json each)."""
+    """The run's top k admitted agents as one tar.gz (code and metadata.json each), and
+    `experience.json`, every version of the experience pool, when the run has one."""
     queries.get_run(session, run_id=run_id)
     ids = queries.top_agents(session, run_id=run_id, k=k)
     metadata = [agent_metadata(session, agent_id=agent_id) for agent_id in ids]
+    pools = experience.versions(session, run_id=run_id)
+    extra = [file_member(f"run-{run_id[:12]}/experience.json", experience.dump(pools))] if pools else []
     return StreamingResponse(
-        export_top(metadata, archive.git),
+        export_top(metadata, archive.git, extra),
         media_type="application/gzip",
         headers={"Content-Disposition": f'attachment; filename="run-{run_id[:12]}-top{k}.tar.gz"'},
     )
+
+
+@router.get("/{run_id}/experience", dependencies=[Reader], responses=error_responses(404))
+def run_experience(
+    run_id: str,
+    session: SessionDep,
+    version: Annotated[int | None, Query(ge=1, le=2**31 - 1, description="default: the latest")] = None,
+) -> ExperiencePool:
+    """A version of the run's experience pool (group evolution): what its steps tried and how
+    their scores changed, as the improve jobs received it."""
+    queries.get_run(session, run_id=run_id)
+    pools = experience.versions(session, run_id=run_id)
+    if not pools:
+        raise NotFoundError(f"run {run_id} has no experience pool (not a group run, or no step finished yet)")
+    if version is None:
+        return pools[-1]
+    if version > len(pools):
+        raise NotFoundError(f"run {run_id}'s experience pool has {len(pools)} versions, not {version}")
+    return pools[version - 1]
 
 
 @router.get(
