@@ -61,7 +61,14 @@ class Progress(BaseModel):
     elapsed_s: float
     steps_in_flight: int
     best_score: float | None
-    best_agent_id: str | None
+    best_agent_id: str | None  # by held-out lower bound once the held-out phase is over
+    # The best agent's 95% Wilson interval on its selection tasks, and its held-out result.
+    best_score_low: float | None = None
+    best_score_high: float | None = None
+    best_heldout_score: float | None = None
+    best_heldout_low: float | None = None
+    best_heldout_high: float | None = None
+    evaluations_reused: int = 0  # results copied from identical code instead of run again
 
 
 class RunPublic(BaseModel):
