@@ -57,9 +57,10 @@ def finished(session: Session, run: Run, plan: RunPlan) -> bool:
         if missing:
             stage = len(plan.stages)  # after the last stage: held-out evaluations belong to none
             existing |= create_evaluations(session, run, plan, member, missing, stage=stage, purpose=HELDOUT)
-        if any(slot not in existing or existing[slot].status != EvaluationStatus.DONE for slot in slots):
-            return False
-        counts[agent_id] = (sum(1 for slot in slots if existing[slot].resolved), len(slots))
+        if all(slot in existing and existing[slot].status == EvaluationStatus.DONE for slot in slots):
+            counts[agent_id] = (sum(1 for slot in slots if existing[slot].resolved), len(slots))
+    if len(counts) < len(chosen):
+        return False
     for agent_id, (resolved, total) in counts.items():
         member = session.get(RunAgent, (run.id, agent_id))
         assert member is not None
