@@ -10,7 +10,7 @@ from rich.table import Table
 
 from cli.client import CliError
 from cli.context import CliContext
-from cli.output import fmt_score, fmt_usd, reported_errors, short
+from cli.output import fmt_counts, fmt_interval, fmt_usd, reported_errors, short
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -28,13 +28,14 @@ def show(ctx: typer.Context, agent_id: str) -> None:
         return
     cli.console.print(f"agent [bold]{agent['id']}[/bold] ({agent['kind']})")
     cli.console.print("lineage: " + " -> ".join(short(a) for a in agent["lineage"]))
-    table = Table("run", "status", "score", "stages", "cost", "reason")
+    table = Table("run", "status", "score", "held-out", "stages", "cost", "reason")
     for run in agent["runs"]:
         stages = " ".join(f"{s['resolved']}/{s['total']}" for s in run["stages"])
         table.add_row(
             run["run_id"],
             run["status"],
-            fmt_score(run["score"]),
+            fmt_interval(run["score"], run.get("score_low"), run.get("score_high")),
+            fmt_counts(run.get("heldout_resolved"), run.get("heldout_total")),
             stages,
             fmt_usd(run["usd"]),
             (run["reason"] or "")[:60],

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.client import ApiClient
-from cli.output import fmt_score, fmt_usd, short
+from cli.output import fmt_best, fmt_counts, fmt_score, fmt_usd, short
 from cli.runs import describe_event
 from cli.seeds import pack_agent
 from cli.stack import SEED_AGENT_DIR, Stack
@@ -40,6 +40,8 @@ SHOWN = (
     "agent_admitted",
     "agent_rejected",
     "step_rejected",
+    "heldout_started",
+    "heldout_finished",
     "run_completed",
     "run_cancelled",
 )
@@ -96,7 +98,7 @@ def summarize(client: ApiClient, console: Console, run_id: str) -> str | None:
             short(node["parent_id"]),
             str(node["step"] or 0),
             node["status"],
-            fmt_score(node["score"]),
+            fmt_counts(node.get("resolved"), node.get("attempted")),
             str(node["children"]),
             (node["reason"] or "")[:70],
         )
@@ -104,7 +106,8 @@ def summarize(client: ApiClient, console: Console, run_id: str) -> str | None:
     progress = run["progress"]
     console.print(
         f"run {run['status']}: {run['stop_reason']}; cost {fmt_usd(progress['usd'])}, "
-        f"{progress['tokens']} tokens, {progress['elapsed_s']:.0f}s"
+        f"{progress['tokens']} tokens, {progress['elapsed_s']:.0f}s; "
+        f"{progress.get('evaluations_reused', 0)} evaluations reused (identical code, same task)"
     )
     best = progress["best_agent_id"]
     if best:
@@ -113,7 +116,10 @@ def summarize(client: ApiClient, console: Console, run_id: str) -> str | None:
         path = " -> ".join(
             f"{short(a)} ({fmt_score(by_id[a]['score'] if a in by_id else None)})" for a in lineage
         )
-        console.print(f"best agent {best}: score {fmt_score(progress['best_score'])}")
+        score = fmt_best(progress)
+        if progress.get("best_heldout_score") is not None:
+            score += f", held-out {fmt_best(progress, heldout=True)}"
+        console.print(f"best agent {best}: score {score}")
         console.print(f"its lineage: {path}")
     return str(best) if best else None
 

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from cli.client import CliError
 from cli.context import CliContext
-from cli.output import RUN_COLUMNS, fmt_score, reported_errors, run_row, short
+from cli.output import RUN_COLUMNS, fmt_counts, fmt_interval, fmt_score, reported_errors, run_row, short
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -160,17 +160,21 @@ def show(ctx: typer.Context, run_id: str) -> None:
     cli.console.print(table)
     if run["stop_reason"]:
         cli.console.print(f"stopped: {run['stop_reason']}")
+    reused = run["progress"].get("evaluations_reused")
+    if reused:
+        cli.console.print(f"evaluations reused (identical code, same task): {reused}")
     print_agents(cli, agents["items"], title=f"top agents ({agents['total']} in the archive)")
 
 
 def print_agents(cli: CliContext, agents: list[dict[str, Any]], title: str) -> None:
-    table = Table("agent", "parent", "status", "score", "children", "step", "reason", title=title)
+    table = Table("agent", "parent", "status", "score", "held-out", "children", "step", "reason", title=title)
     for agent in agents:
         table.add_row(
             short(agent["id"]),
             short(agent["parent_id"]),
             agent["status"],
-            fmt_score(agent["score"]),
+            fmt_interval(agent["score"], agent.get("score_low"), agent.get("score_high")),
+            fmt_counts(agent.get("heldout_resolved"), agent.get("heldout_total")),
             str(agent["children"]),
             "-" if agent["step"] is None else str(agent["step"]),
             (agent["reason"] or "")[:60],
@@ -239,6 +243,11 @@ def describe_event(event: dict[str, Any]) -> str:
     if kind == "driver_error":
         cause = escape(str(p.get("error")))
         return f"{stamp} [yellow]run driver failed ({p.get('failed_ticks', 1)} ticks): {cause}[/yellow]"
+    if kind == "heldout_started":
+        agents = ", ".join(short(a) for a in p.get("agents", []))
+        return f"{stamp} held-out phase: {agents} on {len(p.get('tasks', []))} held-out tasks"
+    if kind == "heldout_finished":
+        return f"{stamp} held-out phase over: best agent {short(p.get('best_agent_id'))}"
     if kind in ("agent_admitted", "agent_rejected"):
         verdict = "admitted" if kind == "agent_admitted" else "rejected"
         extra = f" score {fmt_score(p.get('score'))}" if p.get("score") is not None else ""

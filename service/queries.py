@@ -380,4 +380,22 @@ def _agent_in_run(session: Session, member: RunAgent) -> AgentInRun:
         evaluations=[EvaluationPublic.model_validate(e, from_attributes=True) for e in evaluations],
         usd=float(usd),
         tokens=int(tokens),
+        **member_counts(member),
     )
+
+
+def member_counts(member: RunAgent) -> dict[str, int | float | str | None]:
+    """An agent's counts in a run with their 95% Wilson intervals (API answers and metadata.json)."""
+    score_low, score_high = _interval(member.resolved, member.attempted)
+    heldout_low, heldout_high = _interval(member.heldout_resolved, member.heldout_total)
+    return {
+        "resolved": member.resolved,
+        "attempted": member.attempted,
+        "score_low": score_low,
+        "score_high": score_high,
+        "heldout_resolved": member.heldout_resolved,
+        "heldout_total": member.heldout_total,
+        "heldout_low": heldout_low,
+        "heldout_high": heldout_high,
+        "same_as": member.same_as,
+    }

@@ -186,6 +186,9 @@ class EvaluationPublic(BaseModel):
     # From the result: grading found the results forged; paths of the diff left out of grading.
     tampered: bool = False
     dropped_for_grading: list[str] = Field(default_factory=list)
+    trial: int = 0
+    purpose: str = "selection"  # or "heldout": never used by selection
+    reused_from: str | None = None  # the evaluation whose result was copied (identical code, same key)
 
 
 class EvaluationDetail(EvaluationPublic):
@@ -202,6 +205,16 @@ class AgentInRun(BaseModel):
     evaluations: list[EvaluationPublic]
     usd: float
     tokens: int
+    # The score's counts and 95% Wilson interval; the held-out result, if it was scored on one.
+    resolved: int | None = None
+    attempted: int | None = None
+    score_low: float | None = None
+    score_high: float | None = None
+    heldout_resolved: int | None = None
+    heldout_total: int | None = None
+    heldout_low: float | None = None
+    heldout_high: float | None = None
+    same_as: str | None = None
 
 
 class AgentDetail(AgentPublic):

@@ -20,7 +20,7 @@ from contracts.records import AgentMetadata, AgentRunRecord, StageScoreRecord
 from service.archive.git_store import CHUNK, EMPTY_TREE, GitStore
 from service.db.models import Evaluation, Run, RunAgent, StageScore
 from service.lifecycle import EvaluationStatus
-from service.queries import get_agent, lineage_ids
+from service.queries import get_agent, lineage_ids, member_counts
 
 
 def agent_metadata(session: Session, *, agent_id: str) -> AgentMetadata:
@@ -43,6 +43,7 @@ def agent_metadata(session: Session, *, agent_id: str) -> AgentMetadata:
                 score=member.score,
                 stages=[StageScoreRecord.model_validate(s, from_attributes=True) for s in stages],
                 config=run.config,
+                **member_counts(member),
             )
         )
     return AgentMetadata(

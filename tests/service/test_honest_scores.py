@@ -14,11 +14,13 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from sqlalchemy import select
 
+from cli.output import run_row
 from contracts.intervals import wilson
 from contracts.jobs import EvaluateJob
 from contracts.records import EvaluationResult
 from contracts.settings import Settings
 from service.api.app import create_app
+from service.archive.export import agent_metadata
 from service.db.models import Evaluation, Event, LLMUsage, StageScore
 from service.queries import top_agents
 from tests.service.driver_world import T, World
@@ -230,12 +232,26 @@ def test_the_best_agent_is_chosen_on_held_out_tasks_that_never_fed_selection(
             select(Event).where(Event.run_id == run_id, Event.kind == "heldout_finished")
         ).one()
         assert finished.payload["best_agent_id"] == world.seed
+        (record,) = agent_metadata(session, agent_id=world.seed).runs  # metadata.json of an export
+        assert (record.resolved, record.attempted, record.heldout_resolved, record.heldout_total) == (
+            1,
+            2,
+            2,
+            2,
+        )
+        assert (record.heldout_low, record.heldout_high) == pytest.approx(wilson(2, 2))
         assert all(
             e.purpose == "heldout"
             for e in session.scalars(select(Evaluation).where(Evaluation.task_id.in_(T[2:])))
         )
 
-    progress = api.get(f"/api/runs/{run_id}").json()["progress"]
+    run = api.get(f"/api/runs/{run_id}").json()
+    assert run_row(run)[6:9] == [
+        "0.50 [0.09, 0.91]",
+        "1.00 [0.34, 1.00]",
+        world.seed[:12],
+    ]  # `clade run list`
+    progress = run["progress"]
     assert progress["best_agent_id"] == world.seed
     assert progress["best_score"] == 0.5
     assert (progress["best_score_low"], progress["best_score_high"]) == pytest.approx(wilson(1, 2))
