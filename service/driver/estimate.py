@@ -37,7 +37,10 @@ class Expected(Figure):
 
 
 class RunEstimate(BaseModel):
-    evaluations_max: int = Field(description="every agent on every task of every stage")
+    evaluations_max: int = Field(
+        description="every agent on every task of every stage (each trial), and the top agents on the"
+        " held-out tasks"
+    )
     improve_jobs_max: int
     upper_bound: Figure
     expected: Expected | None = Field(description="null: the archive has no earlier evaluations to go by")
@@ -110,8 +113,10 @@ class History(BaseModel):
 def estimate(session: Session, plan: RunPlan) -> RunEstimate:
     budget, config = plan.budget, plan.config
     agents = budget.max_children + 1
-    tasks = sum(len(stage.task_ids) for stage in plan.stages)
-    evaluations_max = agents * tasks
+    tasks = sum(len(stage.task_ids) for stage in plan.stages) * plan.trials
+    heldout = plan.heldout
+    scored_heldout = min(heldout.top_k, agents) * len(heldout.tasks or []) * plan.trials if heldout else 0
+    evaluations_max = agents * tasks + scored_heldout
     job_seconds = (
         evaluations_max * plan.time_limits.evaluate_s + budget.max_children * plan.time_limits.improve_s
     )
