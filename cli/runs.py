@@ -200,6 +200,25 @@ for _action in ("pause", "resume", "cancel"):
     _steer(_action)
 
 
+@app.command("export")
+def export(
+    ctx: typer.Context,
+    run_id: str,
+    out: Annotated[Path, typer.Option("--out", "-o", help="File to write")],
+    k: Annotated[int, typer.Option(min=1, max=100, help="How many of the best agents")] = 5,
+) -> None:
+    """The run's best agents as one tar.gz (code and metadata.json each), best first: by held-out
+    lower bound when the run scored a held-out set, else by selection score."""
+    cli: CliContext = ctx.obj
+    with reported_errors():
+        data = cli.client().download(f"/api/runs/{run_id}/export", k=k)
+        out.write_bytes(data)
+    if cli.as_json:
+        cli.emit_json({"run_id": run_id, "out": str(out), "bytes": len(data)})
+    else:
+        cli.console.print(f"wrote {out} ({len(data)} bytes)")
+
+
 @app.command("watch")
 def watch(
     ctx: typer.Context,
