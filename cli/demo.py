@@ -34,6 +34,8 @@ DEMO_CONFIG: dict[str, Any] = {
     },
     "parallelism": 2,
     "rng_seed": 0,
+    # The best agent is chosen on tasks no stage used: the top 2 on 3 of the other 22.
+    "evaluation": {"heldout": {"sample": 3, "top_k": 2}},
 }
 SHOWN = (
     "child_created",
@@ -66,7 +68,8 @@ def run_demo(stack: Stack, client: ApiClient, console: Console, max_children: in
     config["budget"] = DEMO_CONFIG["budget"] | {"max_children": max_children}
     run = client.post("/api/runs", json=config)
     console.print(
-        f"run {run['id']} started: {max_children} children, stages mini-5 (>= 20% to go on) then mini-10"
+        f"run {run['id']} started: {max_children} children, stages mini-5 (>= 20% to go on) then mini-10;"
+        " then the top 2 on 3 held-out tasks"
     )
     console.print(
         f"watch it elsewhere with: clade run watch {run['id']}   (dashboard: {stack.service_url}/)",
