@@ -150,6 +150,7 @@ def predictions_jsonl(session: Session, *, run_id: str, agent_id: str) -> str:
             Evaluation.run_id == run_id,
             Evaluation.agent_id == agent_id,
             Evaluation.status == EvaluationStatus.DONE,
+            Evaluation.trial == 0,  # one prediction per instance, whatever `trials` was
         )
         .order_by(Evaluation.task_id)
     )
