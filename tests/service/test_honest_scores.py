@@ -14,7 +14,9 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from sqlalchemy import select
 
+from benchmarks.catalog import BenchmarkCatalog
 from cli.output import run_row
+from contracts.config import RunConfig
 from contracts.intervals import wilson
 from contracts.jobs import EvaluateJob
 from contracts.records import EvaluationResult
@@ -22,6 +24,7 @@ from contracts.settings import Settings
 from service.api.app import create_app
 from service.archive.export import agent_metadata
 from service.db.models import Evaluation, Event, LLMUsage, StageScore
+from service.driver.plan import plan_run
 from service.queries import top_agents
 from tests.service.driver_world import T, World
 
@@ -268,3 +271,21 @@ def test_the_best_agent_is_chosen_on_held_out_tasks_that_never_fed_selection(
     assert (agents[second]["score_low"], agents[second]["score_high"]) == pytest.approx(wilson(1, 2))
     # 1 of 2 is not 0.5 exactly: about [0.09, 0.91].
     assert wilson(1, 2) == pytest.approx((0.0945, 0.9055), abs=1e-4)
+
+
+def test_a_sampled_held_out_set_is_drawn_from_the_tasks_no_stage_uses_and_stored_with_the_run() -> None:
+    config = RunConfig.model_validate(
+        {
+            "seed_agent": "a" * 40,
+            "stages": [{"subset": "mini-5"}, {"subset": "mini-10"}],
+            "evaluation": {"heldout": {"sample": 3}},
+        }
+    )
+    catalog = BenchmarkCatalog()
+    plan = plan_run(config, catalog=catalog, visibility_timeout_s=10**6)
+    heldout = plan.config.evaluation.heldout
+    assert heldout is not None and heldout.tasks is not None and len(heldout.tasks) == 3
+    assert not set(heldout.tasks) & {task for stage in plan.stages for task in stage.task_ids}
+    assert (heldout.sample, heldout.top_k) == (None, 3)  # stored as the tasks drawn
+    again = plan_run(config, catalog=catalog, visibility_timeout_s=10**6).config.evaluation.heldout
+    assert again is not None and again.tasks == heldout.tasks  # the run's rng_seed fixes the draw
