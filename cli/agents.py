@@ -10,7 +10,7 @@ from rich.table import Table
 
 from cli.client import CliError
 from cli.context import CliContext
-from cli.output import fmt_score, fmt_usd, reported_errors, short
+from cli.output import fmt_counts, fmt_interval, fmt_usd, reported_errors, short
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -30,7 +30,7 @@ def show(ctx: typer.Context, agent_id: str) -> None:
     cli.console.print("lineage: " + " -> ".join(short(a) for a in agent["lineage"]))
     if agent.get("second_parent_id"):  # a crossover child: a merge of two parents
         cli.console.print(f"merged with: {short(agent['second_parent_id'])} (second parent)")
-    table = Table("run", "status", "score", "stages", "cost", "reason")
+    table = Table("run", "status", "score", "held-out", "stages", "cost", "reason")
     for run in agent["runs"]:
         # Stages of later epochs (utility versions) carry their epoch: "e1:2/5".
         stages = " ".join(
@@ -40,7 +40,8 @@ def show(ctx: typer.Context, agent_id: str) -> None:
         table.add_row(
             run["run_id"],
             run["status"],
-            fmt_score(run["score"]),
+            fmt_interval(run["score"], run.get("score_low"), run.get("score_high")),
+            fmt_counts(run.get("heldout_resolved"), run.get("heldout_total")),
             stages,
             fmt_usd(run["usd"]),
             (run["reason"] or "")[:60],

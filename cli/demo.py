@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.client import ApiClient
-from cli.output import fmt_score, fmt_usd, short
+from cli.output import fmt_best, fmt_counts, fmt_score, fmt_usd, short
 from cli.runs import describe_event
 from cli.seeds import pack_agent
 from cli.stack import SEED_AGENT_DIR, Stack
@@ -34,12 +34,16 @@ DEMO_CONFIG: dict[str, Any] = {
     },
     "parallelism": 2,
     "rng_seed": 0,
+    # The best agent is chosen on tasks no stage used: the top 2 on 3 of the other 22.
+    "evaluation": {"heldout": {"sample": 3, "top_k": 2}},
 }
 SHOWN = (
     "child_created",
     "agent_admitted",
     "agent_rejected",
     "step_rejected",
+    "heldout_started",
+    "heldout_finished",
     "run_completed",
     "run_cancelled",
 )
@@ -64,7 +68,8 @@ def run_demo(stack: Stack, client: ApiClient, console: Console, max_children: in
     config["budget"] = DEMO_CONFIG["budget"] | {"max_children": max_children}
     run = client.post("/api/runs", json=config)
     console.print(
-        f"run {run['id']} started: {max_children} children, stages mini-5 (>= 20% to go on) then mini-10"
+        f"run {run['id']} started: {max_children} children, stages mini-5 (>= 20% to go on) then mini-10;"
+        " then the top 2 on 3 held-out tasks"
     )
     console.print(
         f"watch it elsewhere with: clade run watch {run['id']}   (dashboard: {stack.service_url}/)",
@@ -96,7 +101,7 @@ def summarize(client: ApiClient, console: Console, run_id: str) -> str | None:
             short(node["parent_id"]),
             str(node["step"] or 0),
             node["status"],
-            fmt_score(node["score"]),
+            fmt_counts(node.get("resolved"), node.get("attempted")),
             str(node["children"]),
             (node["reason"] or "")[:70],
         )
@@ -104,7 +109,8 @@ def summarize(client: ApiClient, console: Console, run_id: str) -> str | None:
     progress = run["progress"]
     console.print(
         f"run {run['status']}: {run['stop_reason']}; cost {fmt_usd(progress['usd'])}, "
-        f"{progress['tokens']} tokens, {progress['elapsed_s']:.0f}s"
+        f"{progress['tokens']} tokens, {progress['elapsed_s']:.0f}s; "
+        f"{progress.get('evaluations_reused', 0)} evaluations reused (identical code, same task)"
     )
     best = progress["best_agent_id"]
     if best:
@@ -113,7 +119,10 @@ def summarize(client: ApiClient, console: Console, run_id: str) -> str | None:
         path = " -> ".join(
             f"{short(a)} ({fmt_score(by_id[a]['score'] if a in by_id else None)})" for a in lineage
         )
-        console.print(f"best agent {best}: score {fmt_score(progress['best_score'])}")
+        score = fmt_best(progress)
+        if progress.get("best_heldout_score") is not None:
+            score += f", held-out {fmt_best(progress, heldout=True)}"
+        console.print(f"best agent {best}: score {score}")
         console.print(f"its lineage: {path}")
     return str(best) if best else None
 

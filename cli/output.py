@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from cli.client import CliError
+from contracts.intervals import wilson
 
 err_console = Console(stderr=True)
 
@@ -26,6 +27,34 @@ def reported_errors() -> Iterator[None]:
 
 def fmt_score(score: float | None) -> str:
     return "-" if score is None else f"{score:.2f}"
+
+
+def fmt_interval(score: float | None, low: float | None, high: float | None) -> str:
+    """A score with its 95% interval, `0.60 [0.23, 0.88]`: 3 of 5 is not exactly 0.6."""
+    if score is None or low is None or high is None:
+        return fmt_score(score)
+    return f"{score:.2f} [{low:.2f}, {high:.2f}]"
+
+
+def fmt_best(progress: dict[str, Any], *, heldout: bool = False) -> str:
+    """A run's best score with its interval: on the selection tasks, or on the held-out ones."""
+    score, low, high = (
+        ("best_heldout_score", "best_heldout_low", "best_heldout_high")
+        if heldout
+        else (
+            "best_score",
+            "best_score_low",
+            "best_score_high",
+        )
+    )
+    return fmt_interval(progress.get(score), progress.get(low), progress.get(high))
+
+
+def fmt_counts(resolved: int | None, total: int | None) -> str:
+    """`resolved/total` as a fraction with its Wilson interval, or `-`."""
+    if resolved is None or not total:
+        return "-"
+    return fmt_interval(resolved / total, *wilson(resolved, total))
 
 
 def fmt_usd(usd: float | None) -> str:
@@ -45,11 +74,13 @@ def run_row(run: dict[str, Any]) -> list[str]:
         f"{progress['children']}/{budget['max_children']}",
         fmt_usd(progress["usd"]),
         str(progress["tokens"]),
-        fmt_score(progress["best_score"]),
+        fmt_best(progress),
+        fmt_best(progress, heldout=True),
         short(progress["best_agent_id"]),
     ]
 
 
-RUN_COLUMNS = ["id", "name", "status", "children", "cost", "tokens", "best", "best agent"]
+# "best" is the best agent's score on the selection tasks, "held-out" on the held-out tasks (if any).
+RUN_COLUMNS = ["id", "name", "status", "children", "cost", "tokens", "best", "held-out", "best agent"]
 
 Printer = Callable[[Any], None]

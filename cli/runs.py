@@ -14,7 +14,7 @@ from rich.table import Table
 
 from cli.client import CliError
 from cli.context import CliContext
-from cli.output import RUN_COLUMNS, fmt_score, reported_errors, run_row, short
+from cli.output import RUN_COLUMNS, fmt_counts, fmt_interval, fmt_score, reported_errors, run_row, short
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -162,6 +162,9 @@ def show(ctx: typer.Context, run_id: str) -> None:
         cli.console.print(f"stopped: {run['stop_reason']}")
     if len(run.get("epochs", [])) > 1:  # versioned utilities: scores count in their epoch only
         cli.console.print(f"utility: epoch {run['epoch']} of {len(run['epochs']) - 1}")
+    reused = run["progress"].get("evaluations_reused")
+    if reused:
+        cli.console.print(f"evaluations reused (identical code, same task): {reused}")
     print_agents(cli, agents["items"], title=f"top agents ({agents['total']} in the archive)")
 
 
@@ -184,13 +187,14 @@ def show_experience(
 
 
 def print_agents(cli: CliContext, agents: list[dict[str, Any]], title: str) -> None:
-    table = Table("agent", "parent", "status", "score", "children", "step", "reason", title=title)
+    table = Table("agent", "parent", "status", "score", "held-out", "children", "step", "reason", title=title)
     for agent in agents:
         table.add_row(
             short(agent["id"]),
             short(agent["parent_id"]),
             agent["status"],
-            fmt_score(agent["score"]),
+            fmt_interval(agent["score"], agent.get("score_low"), agent.get("score_high")),
+            fmt_counts(agent.get("heldout_resolved"), agent.get("heldout_total")),
             str(agent["children"]),
             "-" if agent["step"] is None else str(agent["step"]),
             (agent["reason"] or "")[:60],
@@ -214,6 +218,25 @@ def _steer(action: str) -> None:
 
 for _action in ("pause", "resume", "cancel"):
     _steer(_action)
+
+
+@app.command("export")
+def export(
+    ctx: typer.Context,
+    run_id: str,
+    out: Annotated[Path, typer.Option("--out", "-o", help="File to write")],
+    k: Annotated[int, typer.Option(min=1, max=100, help="How many of the best agents")] = 5,
+) -> None:
+    """The run's best agents as one tar.gz (code and metadata.json each), best first: by held-out
+    lower bound when the run scored a held-out set, else by selection score."""
+    cli: CliContext = ctx.obj
+    with reported_errors():
+        data = cli.client().download(f"/api/runs/{run_id}/export", k=k)
+        out.write_bytes(data)
+    if cli.as_json:
+        cli.emit_json({"run_id": run_id, "out": str(out), "bytes": len(data)})
+    else:
+        cli.console.print(f"wrote {out} ({len(data)} bytes)")
 
 
 @app.command("watch")
@@ -269,6 +292,11 @@ def describe_event(event: dict[str, Any]) -> str:
         return (
             f"{stamp} experience pool version {p.get('version')} ({p.get('finished_steps')} finished steps)"
         )
+    if kind == "heldout_started":
+        agents = ", ".join(short(a) for a in p.get("agents", []))
+        return f"{stamp} held-out phase: {agents} on {len(p.get('tasks', []))} held-out tasks"
+    if kind == "heldout_finished":
+        return f"{stamp} held-out phase over: best agent {short(p.get('best_agent_id'))}"
     if kind in ("agent_admitted", "agent_rejected"):
         verdict = "admitted" if kind == "agent_admitted" else "rejected"
         extra = f" score {fmt_score(p.get('score'))}" if p.get("score") is not None else ""

@@ -156,6 +156,39 @@ class EpochConfig(StrictModel):
         return self
 
 
+class HeldoutConfig(StrictModel):
+    """Tasks kept out of every stage, on which the top agents are scored once the children are
+    done; the run's best agent is then the one with the highest held-out Wilson lower bound.
+
+    `tasks` or `subset` (none: every task no stage uses), optionally `sample: N` of them drawn
+    with the run's `rng_seed`. The stored configuration lists the task ids chosen.
+    """
+
+    tasks: list[Annotated[str, Field(min_length=1)]] | None = None
+    subset: str | None = None
+    sample: int | None = Field(default=None, ge=1)
+    top_k: int = Field(default=3, ge=1, le=100)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> HeldoutConfig:
+        if self.tasks is not None and self.subset is not None:
+            raise ValueError("give either 'tasks' or 'subset', not both")
+        if self.tasks is not None and len(self.tasks) == 0:
+            raise ValueError("'tasks' must not be empty")
+        return self
+
+
+class EvaluationConfig(StrictModel):
+    """How scores are measured. `trials`: each stage task is run this many times, the score
+    being the fraction resolved over all of them. `reuse`: a result of identical code on the same
+    task and settings is copied instead of run again, from this run (`run`, the default) or from
+    any run in the archive (`archive`), or never (`none`). `heldout`: see HeldoutConfig."""
+
+    trials: int = Field(default=1, ge=1, le=100)
+    reuse: Literal["none", "run", "archive"] = "run"
+    heldout: HeldoutConfig | None = None
+
+
 class RunConfig(StrictModel):
     version: Literal[1] = 1
     name: str = Field(default="run", min_length=1, max_length=200)
@@ -173,6 +206,7 @@ class RunConfig(StrictModel):
     rng_seed: int = 0
     # Versioned utilities (issue 12): none keeps one utility for the whole run.
     epochs: list[EpochConfig] = Field(default_factory=list, max_length=100)
+    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
 
     _benchmark_paths = field_validator("benchmark", mode="wrap")(validate_benchmark)
 

@@ -124,6 +124,16 @@ class AgentRunRecord(Record):
     epoch: int = 0  # the utility version `score` was measured under
     stages: list[StageScoreRecord]
     config: dict[str, Any]
+    # The score's counts with its 95% Wilson interval, and the held-out result if it had one.
+    resolved: int | None = None
+    attempted: int | None = None
+    score_low: float | None = None
+    score_high: float | None = None
+    heldout_resolved: int | None = None
+    heldout_total: int | None = None
+    heldout_low: float | None = None
+    heldout_high: float | None = None
+    same_as: str | None = None  # an agent with the same code, whose results it reused
 
 
 class AgentMetadata(Record):

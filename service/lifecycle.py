@@ -8,7 +8,7 @@ status it does not start from, it raises `IllegalTransitionError` (a 409 from th
     step:        (new) -> pending -> evaluating (it has a child) -> admitted | rejected
                  pending -> rejected (no child, or a child that failed validation)
                  pending -> failed (no worker answered);  pending | evaluating -> cancelled (run ended)
-    evaluation:  (new) -> pending -> done | cancelled
+    evaluation:  (new) -> pending -> done | cancelled;  (new) -> done (a result reused, not run)
     membership:  (new) -> evaluating -> admitted | rejected;  (new) -> rejected (an invalid child)
 
 The values are the strings stored in the database and shown by the API.
@@ -129,6 +129,7 @@ queue_evaluation = Transition[Evaluation]("queue", _from(NEW), EvaluationStatus.
 finish_evaluation = Transition[Evaluation](
     "record a result for", _from(EvaluationStatus.PENDING), EvaluationStatus.DONE
 )
+copy_evaluation = Transition[Evaluation]("copy a result into", _from(NEW), EvaluationStatus.DONE)
 cancel_evaluation = Transition[Evaluation](
     "cancel", _from(EvaluationStatus.PENDING), EvaluationStatus.CANCELLED
 )

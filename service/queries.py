@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import ColumnElement, func, select, text
+from sqlalchemy import ColumnElement, func, or_, select, text
 from sqlalchemy.orm import Session
 
 from contracts.errors import NotFoundError
@@ -98,14 +98,15 @@ def _run_fields(session: Session, run: Run) -> dict[str, object]:
     in_flight = session.scalar(
         select(func.count()).select_from(Step).where(Step.run_id == run.id, Step.status.in_(STEP_IN_FLIGHT))
     )
-    best = session.execute(
-        select(RunAgent.agent_id, RunAgent.score)
-        .where(
-            RunAgent.run_id == run.id, RunAgent.status == MemberStatus.ADMITTED, RunAgent.score.is_not(None)
-        )
-        .order_by(RunAgent.epoch.desc(), RunAgent.score.desc(), RunAgent.created_at)  # the newest utility's
-        .limit(1)
-    ).first()
+    best_id = next(iter(top_agents(session, run_id=run.id, k=1)), None)
+    best = session.get(RunAgent, (run.id, best_id)) if best_id is not None else None
+    best_low, best_high = _interval(best.resolved, best.attempted) if best else (None, None)
+    heldout_low, heldout_high = _interval(best.heldout_resolved, best.heldout_total) if best else (None, None)
+    reused = session.scalar(
+        select(func.count())
+        .select_from(Evaluation)
+        .where(Evaluation.run_id == run.id, Evaluation.reused_from.is_not(None))
+    )
     return {
         "id": run.id,
         "name": run.name,
@@ -129,7 +130,13 @@ def _run_fields(session: Session, run: Run) -> dict[str, object]:
             elapsed_s=elapsed_seconds(run),
             steps_in_flight=in_flight or 0,
             best_score=best.score if best else None,
-            best_agent_id=best.agent_id if best else None,
+            best_agent_id=best_id,
+            best_score_low=best_low,
+            best_score_high=best_high,
+            best_heldout_score=_fraction(best.heldout_resolved, best.heldout_total) if best else None,
+            best_heldout_low=heldout_low,
+            best_heldout_high=heldout_high,
+            evaluations_reused=reused or 0,
         ),
     }
 
@@ -269,15 +276,29 @@ def run_agents(
 
 
 def top_agents(session: Session, *, run_id: str, k: int) -> list[str]:
-    rows = session.scalars(
+    """The run's admitted agents, best first: those scored on held-out tasks by their held-out
+    Wilson lower bound (ties: selection score, then the earlier), then the rest by selection score."""
+    admitted = [
+        RunAgent.run_id == run_id,
+        RunAgent.status == MemberStatus.ADMITTED,
+        RunAgent.score.is_not(None),
+    ]
+    heldout = sorted(
+        session.scalars(select(RunAgent).where(*admitted, RunAgent.heldout_total > 0)).all(),
+        key=lambda m: (
+            -wilson(m.heldout_resolved or 0, m.heldout_total or 0)[0],
+            -(m.score or 0.0),
+            m.created_at,
+            m.agent_id,
+        ),
+    )
+    rest = session.scalars(
         select(RunAgent.agent_id)
-        .where(
-            RunAgent.run_id == run_id, RunAgent.status == MemberStatus.ADMITTED, RunAgent.score.is_not(None)
-        )
+        .where(*admitted, or_(RunAgent.heldout_total.is_(None), RunAgent.heldout_total == 0))
         .order_by(RunAgent.epoch.desc(), RunAgent.score.desc(), RunAgent.created_at)  # the newest utility's
-        .limit(k)
+        .limit(max(0, k - len(heldout)))
     ).all()
-    return list(rows)
+    return [m.agent_id for m in heldout][:k] + list(rest)
 
 
 def _run_agent_public(row: RunAgent) -> RunAgentPublic:
@@ -301,11 +322,7 @@ def _run_agent_public(row: RunAgent) -> RunAgentPublic:
         epoch=row.epoch,
         heldout_resolved=row.heldout_resolved,
         heldout_total=row.heldout_total,
-        heldout_score=(
-            row.heldout_resolved / row.heldout_total
-            if row.heldout_resolved is not None and row.heldout_total
-            else None
-        ),
+        heldout_score=_fraction(row.heldout_resolved, row.heldout_total),
         heldout_low=heldout_low,
         heldout_high=heldout_high,
         island=row.island,
@@ -314,6 +331,10 @@ def _run_agent_public(row: RunAgent) -> RunAgentPublic:
         same_as=row.same_as,
         meta_changed=row.meta_changed,
     )
+
+
+def _fraction(resolved: int | None, total: int | None) -> float | None:
+    return resolved / total if resolved is not None and total else None
 
 
 def _interval(resolved: int | None, total: int | None) -> tuple[float | None, float | None]:
@@ -383,4 +404,22 @@ def _agent_in_run(session: Session, member: RunAgent) -> AgentInRun:
         evaluations=[EvaluationPublic.model_validate(e, from_attributes=True) for e in evaluations],
         usd=float(usd),
         tokens=int(tokens),
+        **member_counts(member),
     )
+
+
+def member_counts(member: RunAgent) -> dict[str, int | float | str | None]:
+    """An agent's counts in a run with their 95% Wilson intervals (API answers and metadata.json)."""
+    score_low, score_high = _interval(member.resolved, member.attempted)
+    heldout_low, heldout_high = _interval(member.heldout_resolved, member.heldout_total)
+    return {
+        "resolved": member.resolved,
+        "attempted": member.attempted,
+        "score_low": score_low,
+        "score_high": score_high,
+        "heldout_resolved": member.heldout_resolved,
+        "heldout_total": member.heldout_total,
+        "heldout_low": heldout_low,
+        "heldout_high": heldout_high,
+        "same_as": member.same_as,
+    }

@@ -61,7 +61,14 @@ class Progress(BaseModel):
     elapsed_s: float
     steps_in_flight: int
     best_score: float | None
-    best_agent_id: str | None
+    best_agent_id: str | None  # by held-out lower bound once the held-out phase is over
+    # The best agent's 95% Wilson interval on its selection tasks, and its held-out result.
+    best_score_low: float | None = None
+    best_score_high: float | None = None
+    best_heldout_score: float | None = None
+    best_heldout_low: float | None = None
+    best_heldout_high: float | None = None
+    evaluations_reused: int = 0  # results copied from identical code instead of run again
 
 
 class RunPublic(BaseModel):
@@ -200,6 +207,9 @@ class EvaluationPublic(BaseModel):
     # From the result: grading found the results forged; paths of the diff left out of grading.
     tampered: bool = False
     dropped_for_grading: list[str] = Field(default_factory=list)
+    trial: int = 0
+    purpose: str = "selection"  # or "heldout": never used by selection
+    reused_from: str | None = None  # the evaluation whose result was copied (identical code, same key)
 
 
 class EvaluationDetail(EvaluationPublic):
@@ -217,6 +227,16 @@ class AgentInRun(BaseModel):
     evaluations: list[EvaluationPublic]
     usd: float
     tokens: int
+    # The score's counts and 95% Wilson interval; the held-out result, if it was scored on one.
+    resolved: int | None = None
+    attempted: int | None = None
+    score_low: float | None = None
+    score_high: float | None = None
+    heldout_resolved: int | None = None
+    heldout_total: int | None = None
+    heldout_low: float | None = None
+    heldout_high: float | None = None
+    same_as: str | None = None
 
 
 class AgentDetail(AgentPublic):

@@ -21,7 +21,7 @@ from contracts.records import AgentMetadata, AgentRunRecord, StageScoreRecord
 from service.archive.git_store import CHUNK, EMPTY_TREE, GitStore
 from service.db.models import Evaluation, Run, RunAgent, StageScore
 from service.lifecycle import EvaluationStatus
-from service.queries import get_agent, lineage_ids
+from service.queries import get_agent, lineage_ids, member_counts
 
 
 def agent_metadata(session: Session, *, agent_id: str) -> AgentMetadata:
@@ -45,6 +45,7 @@ def agent_metadata(session: Session, *, agent_id: str) -> AgentMetadata:
                 epoch=member.epoch,
                 stages=[StageScoreRecord.model_validate(s, from_attributes=True) for s in stages],
                 config=run.config,
+                **member_counts(member),
             )
         )
     return AgentMetadata(
@@ -159,6 +160,7 @@ def predictions_jsonl(session: Session, *, run_id: str, agent_id: str) -> str:
             Evaluation.run_id == run_id,
             Evaluation.agent_id == agent_id,
             Evaluation.status == EvaluationStatus.DONE,
+            Evaluation.trial == 0,  # one prediction per instance, whatever `trials` was
         )
         .order_by(Evaluation.task_id)
     )

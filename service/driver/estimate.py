@@ -38,7 +38,10 @@ class Expected(Figure):
 
 
 class RunEstimate(BaseModel):
-    evaluations_max: int = Field(description="every agent on every task of every stage")
+    evaluations_max: int = Field(
+        description="every agent on every task of every stage (each trial), and the top agents on the"
+        " held-out tasks"
+    )
     improve_jobs_max: int
     upper_bound: Figure
     expected: Expected | None = Field(description="null: the archive has no earlier evaluations to go by")
@@ -110,7 +113,11 @@ class History(BaseModel):
 
 def estimate(session: Session, plan: RunPlan) -> RunEstimate:
     budget, config = plan.budget, plan.config
-    evaluations_max = most_evaluations(plan)  # epochs' stages and re-scorings included
+    agents = budget.max_children + 1
+    heldout = plan.heldout
+    scored_heldout = min(heldout.top_k, agents) * len(heldout.tasks or []) * plan.trials if heldout else 0
+    # Every epoch's stages and re-scorings, each task `trials` times, then the held-out phase.
+    evaluations_max = most_evaluations(plan) * plan.trials + scored_heldout
     job_seconds = (
         evaluations_max * plan.time_limits.evaluate_s + budget.max_children * plan.time_limits.improve_s
     )

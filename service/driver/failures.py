@@ -36,6 +36,7 @@ def failure_to_diagnose(
             Evaluation.agent_id == parent_id,
             Evaluation.status == "done",
             Evaluation.resolved.is_not(True),
+            Evaluation.purpose == "selection",  # held-out tasks never feed the search
         )
         .order_by(Evaluation.task_id)
     ).all()

@@ -12,7 +12,8 @@ A tick takes each running run one move further along the path of its steps:
 Admission comes before selection so that an agent admitted in this tick is a candidate, and
 its step's slot free, at once; dispatch comes last so that every job decided in the tick is
 sent in it. A spent budget stops the run before any of this; a run whose children are all
-attempted completes once nothing is in flight. Every job sent carries a lease on the run's
+attempted completes once nothing is in flight (and, with a held-out set, once its top agents
+are scored on it: `service.driver.heldout`). Every job sent carries a lease on the run's
 money and tokens (`service.leases`); a run whose jobs find no room left in its budget, with no
 lease out, completes.
 """
@@ -33,7 +34,7 @@ from contracts.logs import log_ids
 from service import leases, lifecycle
 from service.archive.store import Archive
 from service.db.models import Evaluation, Event, Run, RunAgent, Step
-from service.driver import budget, crossover, epochs, search
+from service.driver import budget, crossover, epochs, heldout, search
 from service.driver.dispatch import Dispatcher
 from service.driver.failures import failure_to_diagnose, parent_records
 from service.driver.parents import choose_parent
@@ -290,6 +291,7 @@ def drive(
         _steps_in_flight(session, run) == 0
         and not _agents_evaluating(session, run)
         and not epochs.rescoring(session, run)
+        and heldout.finished(session, run, plan)  # the top agents scored on held-out tasks first
     ):
         complete(session, run=run, reason=_completion_reason(plan))
         return

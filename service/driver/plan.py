@@ -25,6 +25,7 @@ from contracts.benchmark_options import BenchmarkConfig
 from contracts.config import (
     BudgetConfig,
     ConfigFieldError,
+    HeldoutConfig,
     ImproverConfig,
     JudgeConfig,
     LimitsConfig,
@@ -102,6 +103,15 @@ class RunPlan:
         return self.config.rng_seed
 
     @property
+    def heldout(self) -> HeldoutConfig | None:
+        """The held-out set (its `tasks` as chosen when the run was created), or None."""
+        return self.config.evaluation.heldout
+
+    @property
+    def trials(self) -> int:
+        return self.config.evaluation.trials
+
+    @property
     def stage_tasks(self) -> list[list[str]]:
         """The task ids of each stage, as the run stores them: epoch 0's stages, then the
         stages of each later epoch that has its own."""
@@ -132,13 +142,16 @@ def plan_run(config: RunConfig, *, catalog: BenchmarkCatalog, visibility_timeout
         else None
         for i, epoch in enumerate(config.epochs)
     ]
-    return RunPlan(
-        config=config,
-        stages=stages,
-        strategy=strategy,
-        time_limits=time_limits,
-        epochs=_epochs(config, stages, own),
-    )
+    epochs = _epochs(config, stages, own)
+    if config.evaluation.heldout is not None:  # stored with the task ids it stands for
+        staged = tuple(stage for epoch in epochs for stage in epoch.stages)
+        heldout = config.evaluation.heldout.model_copy(
+            update={"tasks": _heldout_tasks(config, benchmark, staged), "subset": None, "sample": None}
+        )
+        config = config.model_copy(
+            update={"evaluation": config.evaluation.model_copy(update={"heldout": heldout})}
+        )
+    return RunPlan(config=config, stages=stages, strategy=strategy, time_limits=time_limits, epochs=epochs)
 
 
 def _check_epochs(config: RunConfig) -> None:
@@ -251,6 +264,40 @@ def _stages(
             raise ConfigFieldError(f"{field}.{index}", "the stage has no tasks")
         stages.append(StagePlan(task_ids=tuple(ids), threshold=stage.threshold))
     return tuple(stages)
+
+
+def _heldout_tasks(config: RunConfig, benchmark: Benchmark, stages: tuple[StagePlan, ...]) -> list[str]:
+    """The held-out task ids: given, a subset, or every task no stage uses; refused if a stage uses one."""
+    heldout = config.evaluation.heldout
+    assert heldout is not None
+    field = "evaluation.heldout"
+    all_ids = [task.instance_id for task in benchmark.tasks()]
+    staged = {task for stage in stages for task in stage.task_ids}
+    if heldout.tasks is not None:
+        field += ".tasks"
+        unknown = [task for task in heldout.tasks if task not in set(all_ids)]
+        if unknown:
+            raise ConfigFieldError(field, f"unknown task(s) of {benchmark.name}: {_some(unknown)}")
+        ids = list(dict.fromkeys(heldout.tasks))
+    elif heldout.subset is not None:
+        field += ".subset"
+        subsets = benchmark.subsets()
+        if heldout.subset not in subsets:
+            names = ", ".join(sorted(subsets))
+            raise ConfigFieldError(field, f"{benchmark.name} has no subset {heldout.subset!r} ({names})")
+        ids = list(subsets[heldout.subset])
+    else:
+        ids = [task for task in all_ids if task not in staged]
+    overlap = [task for task in ids if task in staged]
+    if overlap:
+        raise ConfigFieldError(
+            field, f"held-out tasks must not be used by any stage; these are: {_some(overlap)}"
+        )
+    if heldout.sample is not None:
+        ids = draw_sample(ids, heldout.sample, seed=f"{config.rng_seed}:heldout")
+    if not ids:
+        raise ConfigFieldError(field, "no held-out tasks are left (every task is used by a stage)")
+    return ids
 
 
 def draw_sample(task_ids: list[str], size: int, *, seed: str) -> list[str]:

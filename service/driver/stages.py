@@ -2,7 +2,8 @@
 
 An agent is evaluated on stage 0's tasks; if it resolves at least that stage's
 threshold it goes on to the next stage, and so on. Its score is the fraction
-resolved over every task it was evaluated on. A child is admitted as a parent
+resolved over every task it was evaluated on, each `evaluation.trials` times (a result of
+identical code may be reused: `service.driver.reuse`). A child is admitted as a parent
 candidate only if it passed stage 0; the seed is always a candidate.
 
 Stages, evaluations and stage scores belong to the run's current epoch (its utility
@@ -21,8 +22,8 @@ from sqlalchemy.orm import Session
 from service import lifecycle
 from service.db.models import Evaluation, Event, Run, RunAgent, StageScore, Step
 from service.driver.plan import RunPlan
+from service.driver.reuse import HELDOUT, SELECTION, create_evaluations
 from service.lifecycle import EvaluationStatus
-from service.runs import new_id
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class Verdict:
 
 
 def advance(
-    session: Session, run: Run, plan: RunPlan, member: RunAgent, *, purpose: str = "selection"
+    session: Session, run: Run, plan: RunPlan, member: RunAgent, *, purpose: str = SELECTION
 ) -> Verdict | None:
     """Move an agent through the current epoch's stages as far as its finished evaluations allow.
 
@@ -43,38 +44,32 @@ def advance(
     Returns the verdict once no further stage is due, None while results are outstanding.
     """
     stages = plan.epoch(run.epoch).stages
+    trials = plan.config.evaluation.trials
     while True:
         stage = member.stage_reached
         tasks = stages[stage].task_ids
         existing = {
-            e.task_id: e
+            (e.task_id, e.trial): e
             for e in session.scalars(
                 select(Evaluation).where(
                     Evaluation.run_id == run.id,
                     Evaluation.agent_id == member.agent_id,
                     Evaluation.epoch == run.epoch,
+                    Evaluation.purpose != HELDOUT,  # the held-out phase never feeds the stages
                 )
             )
         }
-        missing = [task for task in tasks if task not in existing]
-        for task in missing:
-            evaluation = Evaluation(
-                id=new_id(),
-                run_id=run.id,
-                agent_id=member.agent_id,
-                task_id=task,
-                stage=stage,
-                epoch=run.epoch,
-                purpose=purpose,
-            )
-            lifecycle.queue_evaluation(evaluation)
-            session.add(evaluation)
-        session.flush()
-        if missing or any(existing[task].status != EvaluationStatus.DONE for task in tasks):
+        # Each task `trials` times; missing ones are created, copied where a result can be reused.
+        slots = [(task, trial) for task in tasks for trial in range(trials)]
+        missing = [slot for slot in slots if slot not in existing]
+        if missing:
+            existing |= create_evaluations(session, run, plan, member, missing, stage=stage, purpose=purpose)
+        if any(slot not in existing or existing[slot].status != EvaluationStatus.DONE for slot in slots):
             return None
-        resolved = sum(1 for task in tasks if existing[task].resolved)
+        resolved = sum(1 for slot in slots if existing[slot].resolved)
+        total = len(slots)
         threshold = stages[stage].threshold
-        passed = resolved / len(tasks) >= threshold
+        passed = resolved / total >= threshold
         session.merge(
             StageScore(
                 run_id=run.id,
@@ -82,7 +77,7 @@ def advance(
                 stage=stage,
                 epoch=run.epoch,
                 resolved=resolved,
-                total=len(tasks),
+                total=total,
                 threshold=threshold,
                 passed=passed,
             )
@@ -92,7 +87,7 @@ def advance(
             continue
         failed_first = None
         if stage == 0 and not passed:
-            failed_first = f"stage 1: {resolved}/{len(tasks)} resolved, below the threshold {threshold:g}"
+            failed_first = f"stage 1: {resolved}/{total} resolved, below the threshold {threshold:g}"
         return Verdict(member, list(existing.values()), failed_first)
 
 

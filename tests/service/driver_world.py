@@ -48,9 +48,10 @@ class RecordingDispatcher:
 
 
 class World:
-    def __init__(self, root: Path) -> None:
-        url = f"sqlite:///{root / 'clade.db'}"
+    def __init__(self, root: Path, url: str | None = None) -> None:
+        url = url or f"sqlite:///{root / 'clade.db'}"
         upgrade(url)
+        self.url = url
         self.sessions: sessionmaker[Session] = make_session_factory(make_engine(url))
         self.archive = Archive(
             git=GitStore(root / "archive.git"), sessions=self.sessions, max_patch_bytes=10**6
@@ -89,10 +90,11 @@ class World:
                 ),
             )
 
-    def make_child(self, job: ImproveJob) -> str:
+    def make_child(self, job: ImproveJob, content: str | None = None) -> str:
+        """A child of the job's parent whose x.txt reads `content` (default: a new number each time)."""
         self.version += 1
         old = self.archive.git.read_file(job.parent_id, "x.txt") or b""
-        patch = make_patch(old.decode(), f"{self.version}\n", path="x.txt")
+        patch = make_patch(old.decode(), content or f"{self.version}\n", path="x.txt")
         return self.archive.create_child(step_id=job.step_id, patch=patch).id
 
     def lose_jobs(self, model: type[Step] | type[Evaluation]) -> None:

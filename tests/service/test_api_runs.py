@@ -68,6 +68,13 @@ def test_create_show_and_list_runs(service: AppService, seed_id: str) -> None:
             ["body", "benchmark", "options", "exercises", 0],
         ),
         ({"limits": {"solve_timeout_s": 7200}}, ["body", "limits"]),
+        # Held-out tasks must be tasks no stage uses (the second stage here uses them all).
+        (
+            {"evaluation": {"heldout": {"tasks": ["clade-mini__textkit-1"]}}},
+            ["body", "evaluation", "heldout", "tasks"],
+        ),
+        ({"evaluation": {"heldout": {"subset": "mini-5"}}}, ["body", "evaluation", "heldout", "subset"]),
+        ({"evaluation": {"heldout": {}}}, ["body", "evaluation", "heldout"]),
     ],
 )
 def test_invalid_config_is_422_with_field_path_and_writes_nothing(

@@ -73,6 +73,12 @@ def test_seed_run_and_agent_commands(live_service: ServiceProcess, tmp_path: Pat
     conflict = clade(url, data, "run", "resume", run_id)
     assert conflict.returncode == 1 and "409" in conflict.stderr and "cancelled" in conflict.stderr
 
+    top = tmp_path / "top.tar.gz"
+    exported_run = clade(url, data, "run", "export", run_id, "--out", str(top), "--k", "2")
+    assert exported_run.returncode == 0, exported_run.stderr
+    with tarfile.open(top) as tar:
+        assert tar.getnames() == []  # the seed was never scored: no agent ranks yet
+
     out = tmp_path / "seed.tar.gz"
     exported = clade(url, data, "agent", "export", seed, "--out", str(out))
     assert exported.returncode == 0, exported.stderr

@@ -47,6 +47,7 @@ EXPECTED = {
     "cancel_step": (Step, {"pending", "evaluating"}, "cancelled"),
     "queue_evaluation": (Evaluation, {"new"}, "pending"),
     "finish_evaluation": (Evaluation, {"pending"}, "done"),
+    "copy_evaluation": (Evaluation, {"new"}, "done"),
     "cancel_evaluation": (Evaluation, {"pending"}, "cancelled"),
     "join_run": (RunAgent, {"new"}, "evaluating"),
     "join_rejected": (RunAgent, {"new"}, "rejected"),

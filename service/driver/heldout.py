@@ -1,0 +1,96 @@
+"""The held-out phase: once a run's children are done, its top agents are scored on tasks that
+never influenced selection, and the best agent is the one with the highest held-out lower bound.
+
+The phase starts when no step is in flight and no agent is being scored: the `top_k` admitted
+agents by selection score (ties: the earlier) are chosen and recorded in a `heldout_started`
+event, and their evaluations (purpose `heldout`, each task `trials` times) are created for the
+driver to send like any other, within the run's budget. When all are finished, each chosen
+agent's `heldout_resolved` / `heldout_total` are set and a `heldout_finished` event names the
+best; only then does the run complete. Held-out results are never read by selection, admission
+or diagnosis (they filter on purpose `selection`).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from contracts.intervals import wilson
+from service.db.models import Evaluation, Event, Run, RunAgent
+from service.driver.plan import RunPlan
+from service.driver.reuse import HELDOUT, create_evaluations
+from service.lifecycle import EvaluationStatus, MemberStatus
+from service.queries import top_agents
+
+STARTED = "heldout_started"
+FINISHED = "heldout_finished"
+
+
+def finished(session: Session, run: Run, plan: RunPlan) -> bool:
+    """Move the held-out phase on; True once the run may complete (no held-out set, or it is scored)."""
+    heldout = plan.heldout
+    if heldout is None or heldout.tasks is None:
+        return True
+    started = _event(session, run, STARTED)
+    if started is None:
+        chosen = _top(session, run, heldout.top_k)
+        session.add(Event(run_id=run.id, kind=STARTED, payload={"agents": chosen, "tasks": heldout.tasks}))
+        session.flush()
+    else:
+        chosen = list(started.payload["agents"])
+    slots = [(task, trial) for task in heldout.tasks for trial in range(plan.trials)]
+    counts: dict[str, tuple[int, int]] = {}
+    for agent_id in chosen:
+        member = session.get(RunAgent, (run.id, agent_id))
+        assert member is not None
+        existing = {
+            (e.task_id, e.trial): e
+            for e in session.scalars(
+                select(Evaluation).where(
+                    Evaluation.run_id == run.id,
+                    Evaluation.agent_id == agent_id,
+                    Evaluation.purpose == HELDOUT,
+                )
+            )
+        }
+        missing = [slot for slot in slots if slot not in existing]
+        if missing:
+            stage = len(plan.stages)  # after the last stage: held-out evaluations belong to none
+            existing |= create_evaluations(session, run, plan, member, missing, stage=stage, purpose=HELDOUT)
+        if all(slot in existing and existing[slot].status == EvaluationStatus.DONE for slot in slots):
+            counts[agent_id] = (sum(1 for slot in slots if existing[slot].resolved), len(slots))
+    if len(counts) < len(chosen):
+        return False
+    for agent_id, (resolved, total) in counts.items():
+        member = session.get(RunAgent, (run.id, agent_id))
+        assert member is not None
+        member.heldout_resolved, member.heldout_total = resolved, total
+    session.flush()
+    best = next(iter(top_agents(session, run_id=run.id, k=1)), None)
+    agents = {
+        agent_id: {"resolved": resolved, "total": total, "low": round(wilson(resolved, total)[0], 4)}
+        for agent_id, (resolved, total) in counts.items()
+    }
+    session.add(Event(run_id=run.id, kind=FINISHED, payload={"agents": agents, "best_agent_id": best}))
+    return True
+
+
+def _top(session: Session, run: Run, k: int) -> list[str]:
+    return list(
+        session.scalars(
+            select(RunAgent.agent_id)
+            .where(
+                RunAgent.run_id == run.id,
+                RunAgent.status == MemberStatus.ADMITTED,
+                RunAgent.score.is_not(None),
+            )
+            .order_by(RunAgent.score.desc(), RunAgent.created_at, RunAgent.agent_id)
+            .limit(k)
+        )
+    )
+
+
+def _event(session: Session, run: Run, kind: str) -> Event | None:
+    return session.scalar(
+        select(Event).where(Event.run_id == run.id, Event.kind == kind).order_by(Event.id).limit(1)
+    )

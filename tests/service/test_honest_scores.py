@@ -1,0 +1,291 @@
+"""Honest scores with the real driver: reused results, trials, held-out tasks, Wilson intervals.
+
+Workers are played by the test (see driver_world.py); the tests that matter on both databases
+take `any_world` (SQLite and PostgreSQL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from pydantic import SecretStr
+from sqlalchemy import select
+
+from benchmarks.catalog import BenchmarkCatalog
+from cli.output import run_row
+from contracts.config import RunConfig
+from contracts.intervals import wilson
+from contracts.jobs import EvaluateJob
+from contracts.records import EvaluationResult
+from contracts.settings import Settings
+from service.api.app import create_app
+from service.archive.export import agent_metadata
+from service.db.models import Evaluation, Event, LLMUsage, StageScore
+from service.driver.plan import plan_run
+from service.queries import top_agents
+from tests.service.driver_world import T, World
+
+
+def evaluations(world: World, run_id: str, agent_id: str) -> list[Evaluation]:
+    with world.sessions() as session:
+        return list(
+            session.scalars(
+                select(Evaluation)
+                .where(Evaluation.run_id == run_id, Evaluation.agent_id == agent_id)
+                .order_by(Evaluation.task_id, Evaluation.trial)
+            )
+        )
+
+
+def trial_of(world: World, job: EvaluateJob) -> int:
+    with world.sessions() as session:
+        evaluation = session.get(Evaluation, job.evaluation_id)
+        assert evaluation is not None
+        return evaluation.trial
+
+
+def answer_all(world: World, resolved: set[str]) -> list[EvaluateJob]:
+    """Tick, and answer every evaluation sent: resolved iff its task is in `resolved`. Improve
+    jobs stay in the outbox."""
+    world.driver.tick()
+    sent, world.outbox.sent_evaluate = world.outbox.sent_evaluate, []
+    for job in sent:
+        world.answer(job, resolved=job.task_id in resolved)
+    return sent
+
+
+@pytest.fixture
+def api(world_for_api: World, tmp_path: Path) -> Iterator[TestClient]:
+    placeholder = SecretStr("test-token")
+    settings = Settings(
+        data_dir=tmp_path,
+        database_url=world_for_api.url,
+        broker_url=None,
+        run_driver_enabled=False,
+        admin_token=placeholder,
+        worker_token=placeholder,
+        read_token=placeholder,
+    )
+    with TestClient(create_app(settings)) as client:
+        client.headers["Authorization"] = "Bearer test-token"
+        yield client
+
+
+@pytest.fixture
+def world_for_api(any_world: World) -> World:
+    return any_world
+
+
+def test_a_child_with_the_code_of_an_agent_in_the_run_is_not_evaluated_again(any_world: World) -> None:
+    world = any_world
+    run_id = world.start()  # stages: T[:2] at 0.5, then all of T; two children, one at a time
+    answer_all(world, {T[0], T[2]})
+    answer_all(world, {T[0], T[2]})  # the seed: 2/4
+    world.driver.tick()
+    improve, _ = world.outbox.take()
+    first = world.make_child(improve[0], "1\n")
+    answer_all(world, {T[0]})
+    answer_all(world, {T[0]})  # the first child: 1/4, below the seed, so the seed is the next parent
+    world.driver.tick()
+    improve, _ = world.outbox.take()
+    assert [job.parent_id for job in improve] == [world.seed]
+    with world.sessions() as session:
+        usage_before = len(session.scalars(select(LLMUsage)).all())
+    twin = world.make_child(improve[0], "1\n")  # the same code as the first child: a new commit, one tree
+    world.driver.tick()
+    _, sent = world.outbox.take()
+    assert sent == []  # nothing to run: every result is known
+    member, original = world.member(run_id, twin), world.member(run_id, first)
+    assert member.same_as == first
+    assert (member.status, member.score, member.resolved, member.attempted) == ("admitted", 0.25, 1, 4)
+    assert (original.score, original.resolved, original.attempted) == (0.25, 1, 4)
+    copied, measured = evaluations(world, run_id, twin), evaluations(world, run_id, first)
+    assert [e.reused_from for e in copied] == [e.id for e in measured]
+    assert [(e.task_id, e.resolved, e.status) for e in copied] == [
+        (e.task_id, e.resolved, e.status) for e in measured
+    ]
+    assert all(e.cost_usd == 0 and e.prompt_tokens == 0 and e.dispatches == 0 for e in copied)
+    assert {e.reuse_key for e in copied} == {e.reuse_key for e in measured}
+    with world.sessions() as session:
+        assert len(session.scalars(select(LLMUsage)).all()) == usage_before  # nothing spent again
+        stages = session.scalars(
+            select(StageScore).where(StageScore.agent_id == twin).order_by(StageScore.stage)
+        ).all()
+        assert [(s.stage, s.resolved, s.total, s.passed) for s in stages] == [
+            (0, 1, 2, True),
+            (1, 1, 4, True),  # stage 2 is all four tasks
+        ]
+    world.driver.tick()
+    assert world.run(run_id).status == "completed"
+
+
+def test_results_from_other_runs_are_reused_only_when_asked_and_only_when_trusted(world: World) -> None:
+    evaluation_only = {"stages": [{"tasks": T}], "budget": {"max_children": 0}}
+    first = world.start(**evaluation_only)
+    world.driver.tick()
+    _, sent = world.outbox.take()
+    untrusted = {
+        T[1]: EvaluationResult(resolved=False, infrastructure_failure="the docker daemon went away"),
+        T[2]: EvaluationResult(resolved=False, tampered="the test reports were rewritten"),
+    }
+    for job in sent:
+        world.answer(job, resolved=job.task_id == T[0], result=untrusted.get(job.task_id))
+    world.driver.tick()
+    assert world.run(first).status == "completed"
+
+    reusing = world.start(**evaluation_only, evaluation={"reuse": "archive"})
+    sent = answer_all(world, {T[1], T[2]})
+    # Only what was lost to infrastructure or forged runs again.
+    assert sorted(job.task_id for job in sent) == sorted([T[1], T[2]])
+    world.driver.tick()
+    by_task = {e.task_id: e for e in evaluations(world, reusing, world.seed)}
+    sources = {e.task_id: e.id for e in evaluations(world, first, world.seed)}
+    assert {task: e.reused_from for task, e in by_task.items()} == {
+        T[0]: sources[T[0]],
+        T[1]: None,
+        T[2]: None,
+        T[3]: sources[T[3]],
+    }
+    seed = world.member(reusing, world.seed)
+    assert (seed.status, seed.resolved, seed.attempted) == ("admitted", 3, 4)
+    assert world.run(reusing).status == "completed"
+
+    # By default a run measures for itself, whatever the archive holds.
+    plain = world.start(**evaluation_only)
+    assert sorted(job.task_id for job in answer_all(world, {T[0]})) == sorted(T)
+    assert all(e.reused_from is None for e in evaluations(world, plain, world.seed))
+
+
+def test_trials_repeat_each_task_and_the_threshold_applies_over_all_of_them(world: World) -> None:
+    run_id = world.start(
+        stages=[{"tasks": T[:2], "threshold": 0.5}],
+        budget={"max_children": 1},
+        evaluation={"trials": 3},
+    )
+    world.driver.tick()
+    _, sent = world.outbox.take()
+    assert sorted((job.task_id, trial_of(world, job)) for job in sent) == sorted(
+        (task, trial) for task in T[:2] for trial in range(3)
+    )
+    for job in sent:
+        world.answer(job, resolved=trial_of(world, job) == 0 or job.task_id == T[0])
+    world.driver.tick()
+    seed = world.member(run_id, world.seed)
+    assert (seed.resolved, seed.attempted, seed.score) == (4, 6, 4 / 6)
+    world.driver.tick()
+    improve, _ = world.outbox.take()
+    child = world.make_child(improve[0])
+    world.driver.tick()
+    _, sent = world.outbox.take()
+    assert len(sent) == 6
+    for job in sent:
+        world.answer(job, resolved=trial_of(world, job) == 0)  # 2 of 6: each task once in three
+    world.driver.tick()
+    member = world.member(run_id, child)
+    assert (member.status, member.resolved, member.attempted) == ("rejected", 2, 6)
+    assert member.reason == "stage 1: 2/6 resolved, below the threshold 0.5"
+    assert world.run(run_id).status == "completed"
+
+
+def test_the_best_agent_is_chosen_on_held_out_tasks_that_never_fed_selection(
+    any_world: World, api: TestClient
+) -> None:
+    world = any_world
+    run_id = world.start(
+        stages=[{"tasks": T[:2], "threshold": 0.5}],
+        evaluation={"heldout": {"tasks": T[2:], "top_k": 2}},
+    )
+    stage_tasks = set(T[:2])
+    sent = answer_all(world, {T[0]})  # the seed: 1/2
+    world.driver.tick()
+    improve, _ = world.outbox.take()
+    first = world.make_child(improve[0])
+    sent += answer_all(world, {T[0], T[1]})  # 2/2: the best by selection score
+    world.driver.tick()
+    improve, _ = world.outbox.take()
+    assert [job.parent_id for job in improve] == [first]
+    second = world.make_child(improve[0])
+    sent += answer_all(world, {T[1]})  # 1/2, later than the seed
+    assert {job.task_id for job in sent} <= stage_tasks  # nothing held out while children are made
+    world.driver.tick()  # the last child is admitted: the held-out phase starts, its jobs go out
+    with world.sessions() as session:
+        kinds = [e.kind for e in session.scalars(select(Event).where(Event.run_id == run_id))]
+    assert "heldout_started" in kinds and "heldout_finished" not in kinds
+    _, heldout = world.outbox.take()
+    assert sorted((job.agent_id, job.task_id) for job in heldout) == sorted(
+        (agent, task) for agent in (first, world.seed) for task in T[2:]
+    )
+    assert world.run(run_id).status == "running"
+    for job in heldout:
+        world.answer(job, resolved=job.agent_id == world.seed)  # the selection favourite fails them all
+    world.driver.tick()
+    assert world.run(run_id).status == "completed"
+
+    seed, best_by_selection, other = (world.member(run_id, a) for a in (world.seed, first, second))
+    assert (seed.heldout_resolved, seed.heldout_total) == (2, 2)
+    assert (best_by_selection.heldout_resolved, best_by_selection.heldout_total) == (0, 2)
+    assert (other.heldout_resolved, other.heldout_total) == (None, None)  # not in the top 2
+    assert (best_by_selection.score, seed.score) == (1.0, 0.5)  # selection scores untouched
+    with world.sessions() as session:
+        assert top_agents(session, run_id=run_id, k=3) == [world.seed, first, second]
+        finished = session.scalars(
+            select(Event).where(Event.run_id == run_id, Event.kind == "heldout_finished")
+        ).one()
+        assert finished.payload["best_agent_id"] == world.seed
+        (record,) = agent_metadata(session, agent_id=world.seed).runs  # metadata.json of an export
+        assert (record.resolved, record.attempted, record.heldout_resolved, record.heldout_total) == (
+            1,
+            2,
+            2,
+            2,
+        )
+        assert (record.heldout_low, record.heldout_high) == pytest.approx(wilson(2, 2))
+        assert all(
+            e.purpose == "heldout"
+            for e in session.scalars(select(Evaluation).where(Evaluation.task_id.in_(T[2:])))
+        )
+
+    run = api.get(f"/api/runs/{run_id}").json()
+    assert run_row(run)[6:9] == [
+        "0.50 [0.09, 0.91]",
+        "1.00 [0.34, 1.00]",
+        world.seed[:12],
+    ]  # `clade run list`
+    progress = run["progress"]
+    assert progress["best_agent_id"] == world.seed
+    assert progress["best_score"] == 0.5
+    assert (progress["best_score_low"], progress["best_score_high"]) == pytest.approx(wilson(1, 2))
+    assert progress["best_heldout_score"] == 1.0
+    assert (progress["best_heldout_low"], progress["best_heldout_high"]) == pytest.approx(wilson(2, 2))
+    assert progress["evaluations_reused"] == 0
+    agents = {a["id"]: a for a in api.get(f"/api/runs/{run_id}/agents").json()["items"]}
+    assert (agents[first]["score_low"], agents[first]["score_high"]) == pytest.approx(wilson(2, 2))
+    assert (agents[first]["heldout_low"], agents[first]["heldout_high"]) == (
+        0.0,
+        pytest.approx(wilson(0, 2)[1]),
+    )
+    assert agents[second]["heldout_score"] is None
+    assert (agents[second]["score_low"], agents[second]["score_high"]) == pytest.approx(wilson(1, 2))
+    # 1 of 2 is not 0.5 exactly: about [0.09, 0.91].
+    assert wilson(1, 2) == pytest.approx((0.0945, 0.9055), abs=1e-4)
+
+
+def test_a_sampled_held_out_set_is_drawn_from_the_tasks_no_stage_uses_and_stored_with_the_run() -> None:
+    config = RunConfig.model_validate(
+        {
+            "seed_agent": "a" * 40,
+            "stages": [{"subset": "mini-5"}, {"subset": "mini-10"}],
+            "evaluation": {"heldout": {"sample": 3}},
+        }
+    )
+    catalog = BenchmarkCatalog()
+    plan = plan_run(config, catalog=catalog, visibility_timeout_s=10**6)
+    heldout = plan.config.evaluation.heldout
+    assert heldout is not None and heldout.tasks is not None and len(heldout.tasks) == 3
+    assert not set(heldout.tasks) & {task for stage in plan.stages for task in stage.task_ids}
+    assert (heldout.sample, heldout.top_k) == (None, 3)  # stored as the tasks drawn
+    again = plan_run(config, catalog=catalog, visibility_timeout_s=10**6).config.evaluation.heldout
+    assert again is not None and again.tasks == heldout.tasks  # the run's rng_seed fixes the draw
