@@ -135,7 +135,9 @@ def assert_consistent_and_clean(cluster: ChaosCluster, docker_client: Any) -> No
     mine = {"label": f"{OWNER_LABEL}={cluster.owner(WORKER)}"}
     # A job delivered twice may still be grading its (refused) copy just after the run ended.
     wait_for(
-        lambda: docker_client.containers.list(all=True, filters=mine) == [],
+        lambda: (
+            docker_client.containers.list(all=True, filters=mine, sparse=True) == []
+        ),  # sparse: no inspect of one just removed
         60,
         "the worker's sandboxes to be gone",
         cluster,
@@ -218,7 +220,7 @@ def test_file_broker_gives_a_killed_workers_job_to_the_restarted_one(
         run_id = cluster.start_run(config)
         improving = {"label": ["dev.clade.step", f"{OWNER_LABEL}={cluster.owner('broker')}"]}
         wait_for(
-            lambda: docker_client.containers.list(filters=improving),
+            lambda: docker_client.containers.list(filters=improving, sparse=True),
             240,
             "the improvement sandbox to start",
             cluster,

@@ -141,7 +141,7 @@ def test_worker_killed_mid_task_completes_the_step_once(cluster_factory: Callabl
     def improving_container() -> bool:
         # Only this worker's: other tests may be improving agents on this engine meanwhile.
         mine = {"label": ["dev.clade.step", f"{OWNER_LABEL}={cluster.owner('crash')}"]}
-        return bool(engine_docker.containers.list(filters=mine))
+        return bool(engine_docker.containers.list(filters=mine, sparse=True))
 
     wait_for(improving_container, 300, "the improvement sandbox to start", cluster)
     cluster.kill_worker(first)

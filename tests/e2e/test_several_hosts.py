@@ -82,7 +82,7 @@ def test_a_run_spreads_over_two_worker_hosts(cluster: NetnsCluster, docker_clien
     labels = [
         e["Actor"]["Attributes"] for e in events if e["Actor"]["Attributes"].get(OWNER_LABEL) in by_owner
     ]
-    assert {found[OWNER_LABEL] for found in labels} == set(by_owner)
+    assert {found[OWNER_LABEL] for found in labels} == set(by_owner), f"{labels}\n{cluster.logs()}"
     for found in labels:
         host = by_owner[found[OWNER_LABEL]]
         assert found[HOST_LABEL] == host.hostname
