@@ -3,8 +3,8 @@
 
 import { quadtree, zoomIdentity, type Quadtree, type ZoomTransform } from "d3";
 import * as fmt from "../format";
-import { linkPath2D, type Placed, type Placement } from "./layout";
-import { bucketFill, LABELS_AT_MOST, labelMeta, radius, STROKE, type Marks } from "./style";
+import { crossPath2D, linkPath2D, type Placed, type Placement } from "./layout";
+import { dotRadius, LABELS_AT_MOST, labelMeta, radius, ringRadius, STROKE, type Marks } from "./style";
 import { inView, type Surface } from "./surface";
 
 export class CanvasSurface implements Surface {
@@ -12,7 +12,7 @@ export class CanvasSurface implements Surface {
   private readonly ctx: CanvasRenderingContext2D;
   private placement: Placement | null = null;
   private marks: Marks | null = null;
-  private paths: { normal: Path2D; faint: Path2D; best: Path2D } | null = null;
+  private paths: { normal: Path2D; faint: Path2D; best: Path2D; cross: Path2D } | null = null;
   private index: Quadtree<Placed> | null = null;
   private transform: ZoomTransform = zoomIdentity;
   private frame = 0;
@@ -41,6 +41,7 @@ export class CanvasSurface implements Surface {
       normal: linkPath2D(placement, "normal"),
       faint: linkPath2D(placement, "faint"),
       best: linkPath2D(placement, "best"),
+      cross: crossPath2D(placement),
     };
     this.index = quadtree<Placed>()
       .x((p) => p.x)
@@ -114,6 +115,13 @@ export class CanvasSurface implements Surface {
     ctx.strokeStyle = STROKE.best;
     ctx.lineWidth = 3 * px;
     ctx.stroke(paths.best);
+    if (placement.cross.length) {
+      ctx.strokeStyle = STROKE.cross;
+      ctx.lineWidth = 1.5 * px;
+      ctx.setLineDash([5 * px, 3 * px]);
+      ctx.stroke(paths.cross);
+      ctx.setLineDash([]);
+    }
     const visible = inView(placement, t, width, height);
     this.nodes(visible, px, marks);
     this.labelsDrawn = this.labels && this.readable(visible);
@@ -128,10 +136,22 @@ export class CanvasSurface implements Surface {
     const ctx = this.ctx;
     const fills = new Map<string, Path2D>();
     const outlines = new Map<string, { path: Path2D; color: string; width: number; dash: boolean; alpha: number }>();
+    const rings = new Path2D();
+    const dots = new Path2D();
     for (const p of visible) {
       const r = Math.max(radius(p), 2.5 * px); // at least 5 pixels across, to show its colour
+      if (p.node.meta_changed) {
+        const rr = r + Math.max(ringRadius(p) - radius(p), 2 * px);
+        rings.moveTo(p.x + rr, p.y);
+        rings.arc(p.x, p.y, rr, 0, 2 * Math.PI);
+      }
+      if (p.node.same_as) {
+        const dr = Math.max(dotRadius(p), 1.2 * px);
+        dots.moveTo(p.x + dr, p.y);
+        dots.arc(p.x, p.y, dr, 0, 2 * Math.PI);
+      }
       const rejected = p.node.status === "rejected";
-      const fillKey = `${rejected ? "r" : "a"}${bucketFill(p)}`;
+      const fillKey = `${rejected ? "r" : "a"}${marks.fill(p.node)}`;
       let fill = fills.get(fillKey);
       if (!fill) fills.set(fillKey, (fill = new Path2D()));
       fill.moveTo(p.x + r, p.y);
@@ -166,6 +186,11 @@ export class CanvasSurface implements Surface {
     }
     ctx.globalAlpha = 1;
     ctx.setLineDash([]);
+    ctx.strokeStyle = STROKE.meta;
+    ctx.lineWidth = 2 * px;
+    ctx.stroke(rings);
+    ctx.fillStyle = STROKE.node;
+    ctx.fill(dots);
   }
 
   private drawLabels(visible: Placed[], ratio: number): void {

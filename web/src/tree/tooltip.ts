@@ -1,8 +1,34 @@
-// The hover card of a tree node: id, status, score, children, step, and a rejection's reason.
+// The hover card of a tree node: id, status, score with its interval, held-out score, epoch,
+// island / niche / group, children, step, crossover and reuse, and a rejection's reason.
 
 import type { LineageNode } from "../api/types";
 import { fill, h } from "../dom";
 import * as fmt from "../format";
+import { heldoutEstimate, selectionEstimate } from "../intervals";
+
+/** The facts the hover card and the agent page both show about a node's search data. */
+export function searchFacts(node: LineageNode): [string, string][] {
+  const rows: [string, string][] = [];
+  const heldout = heldoutEstimate(node);
+  if (heldout) rows.push(["Held-out", fmt.estimate(heldout)]);
+  rows.push(["Epoch", String(node.epoch)]);
+  if (node.island !== null) rows.push(["Island", String(node.island)]);
+  if (node.niche !== null) rows.push(["Niche", node.niche]);
+  if (node.group !== null) rows.push(["Group", node.group]);
+  if (node.second_parent_id) rows.push(["Crossover with", fmt.shortId(node.second_parent_id, 12)]);
+  return rows;
+}
+
+export function scoreText(node: LineageNode): string {
+  const selection = selectionEstimate(node);
+  return selection ? fmt.estimate(selection) : fmt.score(node.score);
+}
+
+export function reuseText(node: LineageNode): string | null {
+  return node.same_as ? `same code as ${fmt.shortId(node.same_as, 12)}, results reused` : null;
+}
+
+export const META_TEXT = "changed its own improvement procedure";
 
 export class Tooltip {
   readonly element: HTMLElement;
@@ -15,11 +41,13 @@ export class Tooltip {
   show(node: LineageNode, x: number, y: number, best: boolean): void {
     const rows: [string, string][] = [
       ["Status", node.status],
-      ["Score", fmt.score(node.score)],
+      ["Score", scoreText(node)],
+      ...searchFacts(node),
       ["Children", fmt.integer(node.children)],
       ["Step", node.step === null ? "—" : String(node.step)],
       ["Stage reached", String(node.stage_reached + 1)],
     ];
+    const reuse = reuseText(node);
     fill(
       this.element,
       h("strong", null, fmt.shortId(node.id, 12), best ? " · best" : ""),
@@ -28,15 +56,19 @@ export class Tooltip {
         null,
         rows.map(([k, v]) => [h("dt", null, k), h("dd", null, v)]),
       ),
+      reuse ? h("p", { class: "reuse" }, reuse) : null,
+      node.meta_changed ? h("p", { class: "meta" }, META_TEXT) : null,
       node.reason ? h("p", { class: "reason" }, node.reason) : null,
       h("p", { class: "hint" }, "Click to open"),
     );
     this.element.hidden = false;
     const parent = this.element.parentElement?.getBoundingClientRect();
     const width = this.element.offsetWidth;
+    const height = this.element.offsetHeight;
     const left = parent && x + 16 + width > parent.width ? x - 16 - width : x + 16;
+    const top = parent && y + 12 + height > parent.height ? y - 12 - height : y + 12;
     this.element.style.left = `${Math.max(4, left)}px`;
-    this.element.style.top = `${Math.max(4, y + 12)}px`;
+    this.element.style.top = `${Math.max(4, top)}px`;
   }
 
   hide(): void {
