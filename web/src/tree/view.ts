@@ -143,7 +143,8 @@ export class TreeView {
     this.element.dataset.nodeCount = String(model.count);
     this.element.dataset.layout = kind;
     if (fit) this.fit(false);
-    else if (this.following && this.placement.points.length) this.fit(model.count < CANVAS_FROM && !reducedMotion());
+    // At once, not animated: the view is final when the new agents are drawn.
+    else if (this.following) this.fit(false);
     surface.settle();
     this.element.dataset.state = "ready";
   }
@@ -205,8 +206,4 @@ export class TreeView {
     this.host.on(".zoom", null);
     this.surface?.destroy();
   }
-}
-
-function reducedMotion(): boolean {
-  return window.matchMedia("(prefers-reduced-motion: reduce)").matches;
 }
