@@ -7,12 +7,15 @@ import { crossPath2D, linkPath2D, type Placed, type Placement } from "./layout";
 import { dotRadius, LABELS_AT_MOST, labelMeta, radius, ringRadius, STROKE, type Marks } from "./style";
 import { inView, type Surface } from "./surface";
 
+const PLAIN = 1.2; // a plain node outline, in screen pixels
+const MANY = 1500; // nodes in view from which lines are drawn as hairlines
+
 export class CanvasSurface implements Surface {
   readonly element: HTMLCanvasElement;
   private readonly ctx: CanvasRenderingContext2D;
   private placement: Placement | null = null;
   private marks: Marks | null = null;
-  private paths: { normal: Path2D; faint: Path2D; best: Path2D; cross: Path2D } | null = null;
+  private paths: { normal: Path2D; faint: Path2D; best: Path2D } | null = null;
   private index: Quadtree<Placed> | null = null;
   private transform: ZoomTransform = zoomIdentity;
   private frame = 0;
@@ -41,7 +44,6 @@ export class CanvasSurface implements Surface {
       normal: linkPath2D(placement, "normal"),
       faint: linkPath2D(placement, "faint"),
       best: linkPath2D(placement, "best"),
-      cross: crossPath2D(placement),
     };
     this.index = quadtree<Placed>()
       .x((p) => p.x)
@@ -115,15 +117,23 @@ export class CanvasSurface implements Surface {
     ctx.strokeStyle = STROKE.best;
     ctx.lineWidth = 3 * px;
     ctx.stroke(paths.best);
-    if (placement.cross.length) {
-      ctx.strokeStyle = STROKE.cross;
-      ctx.lineWidth = 1.5 * px;
-      ctx.setLineDash([5 * px, 3 * px]);
-      ctx.stroke(paths.cross);
-      ctx.setLineDash([]);
-    }
     const visible = inView(placement, t, width, height);
-    this.nodes(visible, px, marks);
+    // Lines wider than a device pixel take a software rasteriser's slow path (ten times slower
+    // for thousands of circles): with many nodes in view, outlines and marks are hairlines.
+    const thin = visible.length > MANY ? px / ratio : 0;
+    if (placement.cross.length) {
+      // Dashed hairlines, and only those that can be in view: dashing long curves is costly.
+      const [x0, y0] = t.invert([0, 0]);
+      const [x1, y1] = t.invert([width, height]);
+      ctx.strokeStyle = STROKE.cross;
+      ctx.lineWidth = px / ratio;
+      ctx.globalAlpha = thin ? 0.45 : 1; // far out, lighter: they would bury the tree
+      ctx.setLineDash([5 * px, 3 * px]);
+      ctx.stroke(crossPath2D(placement, { x0, y0, x1, y1 }));
+      ctx.setLineDash([]);
+      ctx.globalAlpha = 1;
+    }
+    this.nodes(visible, px, thin, marks);
     this.labelsDrawn = this.labels && this.readable(visible);
     if (this.labelsDrawn) this.drawLabels(visible, ratio);
   }
@@ -132,7 +142,7 @@ export class CanvasSurface implements Surface {
    * Nodes in a few batches: one fill per colour step and one stroke per outline style. Filling
    * and stroking thousands of circles one by one is what makes a large canvas slow.
    */
-  private nodes(visible: Placed[], px: number, marks: Marks): void {
+  private nodes(visible: Placed[], px: number, thin: number, marks: Marks): void {
     const ctx = this.ctx;
     const fills = new Map<string, Path2D>();
     const outlines = new Map<string, { path: Path2D; color: string; width: number; dash: boolean; alpha: number }>();
@@ -157,11 +167,11 @@ export class CanvasSurface implements Surface {
       fill.moveTo(p.x + r, p.y);
       fill.arc(p.x, p.y, r, 0, 2 * Math.PI);
       let color = p.node.status === "evaluating" ? STROKE.evaluating : STROKE.node;
-      let width = 1.2;
+      let width = PLAIN;
       if (marks.bestPath.has(p.id)) [color, width] = [STROKE.best, p.id === marks.best ? 4 : 2.5];
       if (marks.matches.has(p.id) || marks.fresh.has(p.id)) [color, width] = [STROKE.match, 4];
       // A node under two pixels across gets no plain outline: it would only blur it.
-      if (width === 1.2 && r < 2 * px) continue;
+      if (width === PLAIN && r < 2 * px) continue;
       const dash = rejected || p.node.status === "evaluating";
       const alpha = rejected ? 0.45 : 1;
       const key = `${color}|${width}|${dash}|${alpha}`;
@@ -181,13 +191,13 @@ export class CanvasSurface implements Surface {
       ctx.globalAlpha = o.alpha;
       ctx.setLineDash(o.dash ? [3 * px, 2 * px] : []);
       ctx.strokeStyle = o.color;
-      ctx.lineWidth = o.width * px;
+      ctx.lineWidth = o.width === PLAIN ? thin || o.width * px : o.width * px;
       ctx.stroke(o.path);
     }
     ctx.globalAlpha = 1;
     ctx.setLineDash([]);
     ctx.strokeStyle = STROKE.meta;
-    ctx.lineWidth = 2 * px;
+    ctx.lineWidth = thin || 2 * px;
     ctx.stroke(rings);
     ctx.fillStyle = STROKE.node;
     ctx.fill(dots);

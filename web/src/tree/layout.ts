@@ -117,14 +117,31 @@ interface Tracer {
   quadraticCurveTo(cx: number, cy: number, x: number, y: number): void;
 }
 
+export interface Box {
+  x0: number;
+  y0: number;
+  x1: number;
+  y1: number;
+}
+
+const BEND = 0.18;
+
 /** Second-parent edges as gentle arcs (bent to one side, so they stand apart from tree links). */
-function traceCross(placement: Placement, out: Tracer): void {
+function traceCross(placement: Placement, out: Tracer, within?: Box): void {
   for (const [from, to] of placement.cross) {
-    const mx = (from.x + to.x) / 2;
-    const my = (from.y + to.y) / 2;
-    const bend = 0.18;
+    const cx = (from.x + to.x) / 2 - (to.y - from.y) * BEND;
+    const cy = (from.y + to.y) / 2 + (to.x - from.x) * BEND;
+    // The curve stays inside the box of its three points: skip it when that box is out of view.
+    if (
+      within &&
+      (Math.max(from.x, to.x, cx) < within.x0 ||
+        Math.min(from.x, to.x, cx) > within.x1 ||
+        Math.max(from.y, to.y, cy) < within.y0 ||
+        Math.min(from.y, to.y, cy) > within.y1)
+    )
+      continue;
     out.moveTo(from.x, from.y);
-    out.quadraticCurveTo(mx - (to.y - from.y) * bend, my + (to.x - from.x) * bend, to.x, to.y);
+    out.quadraticCurveTo(cx, cy, to.x, to.y);
   }
 }
 
@@ -134,8 +151,9 @@ export function crossData(placement: Placement): string {
   return out.toString();
 }
 
-export function crossPath2D(placement: Placement): Path2D {
+/** The crossover edges that may cross `within` (a dashed path is dashed along all its length). */
+export function crossPath2D(placement: Placement, within: Box): Path2D {
   const out = new Path2D();
-  traceCross(placement, out);
+  traceCross(placement, out, within);
   return out;
 }
