@@ -9,7 +9,7 @@ import { errorBox, fill, h, section } from "../dom";
 import * as fmt from "../format";
 import { navigate, type Page } from "../router";
 import { selectionEstimate } from "../intervals";
-import { META_TEXT, searchFacts } from "../tree/tooltip";
+import { META_TEXT, searchFacts } from "../tree/facts";
 import { badge, scoreChip } from "../widgets";
 
 function agentLink(id: string, runId: string | null, node?: LineageNode): HTMLElement {
