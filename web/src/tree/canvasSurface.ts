@@ -102,10 +102,13 @@ export class CanvasSurface implements Surface {
     const t = this.transform;
     ctx.setTransform(ratio * t.k, 0, 0, ratio * t.k, ratio * t.x, ratio * t.y);
     const px = 1 / t.k; // one screen pixel in layout units
+    // One device pixel, a hair under: a stroke that comes out even a rounding error wider than
+    // a device pixel leaves the rasteriser's hairline path and costs several times more.
+    const hairline = (0.999 * px) / ratio;
     // Far out, thousands of links would bury the nodes: draw them lighter. Plain links are
     // hairlines (one device pixel), which software rasterisers draw several times faster.
     ctx.globalAlpha = t.k < 0.5 ? 0.6 : 1;
-    ctx.lineWidth = px / ratio;
+    ctx.lineWidth = hairline;
     ctx.strokeStyle = STROKE.link;
     ctx.setLineDash([]);
     ctx.stroke(paths.normal);
@@ -120,13 +123,13 @@ export class CanvasSurface implements Surface {
     const visible = inView(placement, t, width, height);
     // Lines wider than a device pixel take a software rasteriser's slow path (ten times slower
     // for thousands of circles): with many nodes in view, outlines and marks are hairlines.
-    const thin = visible.length > MANY ? px / ratio : 0;
+    const thin = visible.length > MANY ? hairline : 0;
     if (placement.cross.length) {
       // Dashed hairlines, and only those that can be in view: dashing long curves is costly.
       const [x0, y0] = t.invert([0, 0]);
       const [x1, y1] = t.invert([width, height]);
       ctx.strokeStyle = STROKE.cross;
-      ctx.lineWidth = px / ratio;
+      ctx.lineWidth = hairline;
       ctx.globalAlpha = thin ? 0.45 : 1; // far out, lighter: they would bury the tree
       ctx.setLineDash([5 * px, 3 * px]);
       ctx.stroke(crossPath2D(placement, { x0, y0, x1, y1 }));
