@@ -14,6 +14,7 @@ export type Budget = Schemas["Budget"];
 export type LineageNode = Schemas["LineageNode"];
 export type RunAgent = Schemas["RunAgentPublic"];
 export type Lineage = Schemas["Lineage"];
+export type LiveLineage = Schemas["LiveLineage"];
 export type AgentDetail = Schemas["AgentDetail"];
 export type AgentInRun = Schemas["AgentInRun"];
 export type EvaluationPublic = Schemas["EvaluationPublic"];

@@ -2,13 +2,14 @@
 // cost charts. Live: new events refresh the lineage in place, without a reload.
 
 import { api, download } from "../api/client";
-import type { LineageNode, RunDetail, RunEvent, RunUsage } from "../api/types";
+import type { LineageNode, LiveLineage, RunDetail, RunEvent, RunUsage } from "../api/types";
 import { drawCostChart } from "../charts/cost";
 import { legend, onResize } from "../charts/frame";
 import { drawScoreChart } from "../charts/score";
 import { announce, errorBox, h, keepFocus } from "../dom";
 import * as fmt from "../format";
 import { EventPoller, TREE_EVENTS } from "../live";
+import { takePrefetched } from "../prefetch";
 import { navigate, type Page } from "../router";
 import type { LayoutKind } from "../tree/layout";
 import { isColorBy, type ColorBy } from "../tree/colouring";
@@ -192,7 +193,8 @@ export const runPage: Page = (main, route) => {
 
   /** The lineage, with the event cursor to poll from. */
   const fetchTree = async (): Promise<Tree & { cursor: number }> => {
-    const lineage = await api("get", "/api/runs/{run_id}/lineage/live", { path: { run_id: runId } });
+    const prefetched = (await takePrefetched(`/api/runs/${runId}/lineage/live`)) as LiveLineage | null;
+    const lineage = prefetched ?? (await api("get", "/api/runs/{run_id}/lineage/live", { path: { run_id: runId } }));
     performance.mark("clade:lineage-fetched");
     return { nodes: lineage.nodes, model: buildModel(lineage.nodes), cursor: lineage.cursor };
   };

@@ -24,17 +24,27 @@ export function bestByHeldout(nodes: LineageNode[]): string | null {
   return best?.id ?? null;
 }
 
+/** The service's order: higher score first, then the earlier (nodes come in creation order). */
 function byScore(a: LineageNode, b: LineageNode): number {
-  return (b.score ?? -1) - (a.score ?? -1) || a.created_at.localeCompare(b.created_at);
+  return (b.score ?? -1) - (a.score ?? -1);
 }
 
-/** The top admitted agents by selection score, and every agent with a held-out result. */
+/** The top admitted agents by selection score, then every other agent with a held-out result. */
 export function topRows(nodes: LineageNode[]): LineageNode[] {
-  const scored = nodes.filter((n) => n.status === "admitted" && n.score !== null).sort(byScore);
-  const rows = scored.slice(0, TOP);
-  const shown = new Set(rows.map((n) => n.id));
-  for (const n of scored) if (!shown.has(n.id) && heldoutEstimate(n)) rows.push(n);
-  return rows;
+  // One pass keeping the best few (a sort of 20,000 agents would hold up the page).
+  const top: LineageNode[] = [];
+  const heldout: LineageNode[] = [];
+  for (const n of nodes) {
+    if (n.status !== "admitted" || n.score === null) continue;
+    if (heldoutEstimate(n)) heldout.push(n);
+    if (top.length === TOP && byScore(n, top[TOP - 1] as LineageNode) >= 0) continue;
+    let at = top.length;
+    while (at > 0 && byScore(n, top[at - 1] as LineageNode) < 0) at -= 1;
+    top.splice(at, 0, n);
+    if (top.length > TOP) top.pop();
+  }
+  const shown = new Set(top.map((n) => n.id));
+  return [...top, ...heldout.filter((n) => !shown.has(n.id)).sort(byScore)];
 }
 
 function cell(e: Estimate | null, fallback: string): HTMLElement {
