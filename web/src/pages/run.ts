@@ -124,6 +124,7 @@ export const runPage: Page = (main, route) => {
       treeView.element.hidden = which !== "tree";
       list.element.hidden = which !== "list";
       if (which === "list" && tree) list.render(tree.model);
+      if (which === "tree") treeView.refit();
     },
     colorBy: (by) => {
       const colouring = treeView.setColorBy(by);

@@ -170,6 +170,11 @@ export class TreeView {
     else this.host.call((s) => this.zoomer.transform(s, t));
   }
 
+  /** Re-fit if following (the view was hidden, and its size unknown, while agents arrived). */
+  refit(): void {
+    if (this.following) this.fit(false);
+  }
+
   /** Centre on one agent, zoomed in enough to read its label. */
   focus(id: string): void {
     const placed = this.placement?.byId.get(id);
