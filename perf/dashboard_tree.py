@@ -11,7 +11,8 @@ The archive is built fast: git fast-import for the commits, direct inserts for t
 (as perf/archive_bench.py does), the search columns included. Needs `bash web/build.sh` and
 `bash .ci/browser.sh` first.
 
-    python perf/dashboard_tree.py [--agents 20000] [--loads 5] [--color island|score|group|epoch|niche]
+    python perf/dashboard_tree.py [--database sqlite|postgres] [--agents 20000] [--loads 5]
+        [--color island|score|group|epoch|niche]
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from sqlalchemy.orm import Session
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from perf.archive_bench import fast_import_lineage  # noqa: E402
+from perf.archive_bench import database, fast_import_lineage  # noqa: E402
 from service.archive.git_store import GitStore  # noqa: E402
 from service.db.migrate import upgrade  # noqa: E402
 from service.db.models import Agent, RunAgent  # noqa: E402
@@ -185,6 +186,7 @@ def report(name: str, samples: list[float], goal_s: float | None) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--agents", type=int, default=20000)
     parser.add_argument("--loads", type=int, default=5)
     parser.add_argument("--color", default="island", help="what the nodes are coloured by")
@@ -195,9 +197,11 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     rng = random.Random(0)
-    with tempfile.TemporaryDirectory(prefix="clade-perf-dash-") as tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix="clade-perf-dash-") as tmp,
+        database(args.database, Path(tmp)) as url,
+    ):
         root = Path(tmp)
-        url = f"sqlite:///{root / 'clade.db'}"
         upgrade(url)
         service = start_service(service_env(root / "data", url, free_port()))
         try:
