@@ -8,6 +8,12 @@ import { dotRadius, LABELS_AT_MOST, labelMeta, radius, ringRadius, STROKE, type 
 import { inView, type Surface } from "./surface";
 
 const PLAIN = 1.2; // a plain node outline, in screen pixels
+// Admitted, rejected (faint, dashed) and evaluating (dashed) nodes, in the order of `nodes()`.
+const STATUS_STYLES = [
+  { stroke: STROKE.node, dash: false, fillAlpha: 1, strokeAlpha: 1 },
+  { stroke: STROKE.node, dash: true, fillAlpha: 0.3, strokeAlpha: 0.45 },
+  { stroke: STROKE.evaluating, dash: true, fillAlpha: 1, strokeAlpha: 1 },
+];
 const MANY = 1500; // nodes in view from which lines are drawn as hairlines
 
 export class CanvasSurface implements Surface {
@@ -142,17 +148,25 @@ export class CanvasSurface implements Surface {
   }
 
   /**
-   * Nodes in a few batches: one fill per colour step and one stroke per outline style. Filling
-   * and stroking thousands of circles one by one is what makes a large canvas slow.
+   * Nodes in a few batches: one path per status and colour, filled and then outlined in the
+   * status's style; marked nodes (the best path, matches) outlined again on top. Filling and
+   * stroking thousands of circles one by one is what makes a large canvas slow.
    */
   private nodes(visible: Placed[], px: number, thin: number, marks: Marks): void {
     const ctx = this.ctx;
-    const fills = new Map<string, Path2D>();
-    const outlines = new Map<string, { path: Path2D; color: string; width: number; dash: boolean; alpha: number }>();
+    const byStatus = STATUS_STYLES.map(() => new Map<string, Path2D>());
+    const marked = new Map<string, { path: Path2D; color: string; width: number }>();
     const rings = new Path2D();
     const dots = new Path2D();
     for (const p of visible) {
       const r = Math.max(radius(p), 2.5 * px); // at least 5 pixels across, to show its colour
+      const status = p.node.status === "rejected" ? 1 : p.node.status === "evaluating" ? 2 : 0;
+      const groups = byStatus[status] as Map<string, Path2D>;
+      const fill = marks.fill(p.node);
+      let path = groups.get(fill);
+      if (!path) groups.set(fill, (path = new Path2D()));
+      path.moveTo(p.x + r, p.y);
+      path.arc(p.x, p.y, r, 0, 2 * Math.PI);
       if (p.node.meta_changed) {
         const rr = r + Math.max(ringRadius(p) - radius(p), 2 * px);
         rings.moveTo(p.x + rr, p.y);
@@ -163,42 +177,37 @@ export class CanvasSurface implements Surface {
         dots.moveTo(p.x + dr, p.y);
         dots.arc(p.x, p.y, dr, 0, 2 * Math.PI);
       }
-      const rejected = p.node.status === "rejected";
-      const fillKey = `${rejected ? "r" : "a"}${marks.fill(p.node)}`;
-      let fill = fills.get(fillKey);
-      if (!fill) fills.set(fillKey, (fill = new Path2D()));
-      fill.moveTo(p.x + r, p.y);
-      fill.arc(p.x, p.y, r, 0, 2 * Math.PI);
-      let color = p.node.status === "evaluating" ? STROKE.evaluating : STROKE.node;
-      let width = PLAIN;
-      if (marks.bestPath.has(p.id)) [color, width] = [STROKE.best, p.id === marks.best ? 4 : 2.5];
-      if (marks.matches.has(p.id) || marks.fresh.has(p.id)) [color, width] = [STROKE.match, 4];
-      // A node under two pixels across gets no plain outline: it would only blur it.
-      if (width === PLAIN && r < 2 * px) continue;
-      const dash = rejected || p.node.status === "evaluating";
-      const alpha = rejected ? 0.45 : 1;
-      const key = `${color}|${width}|${dash}|${alpha}`;
-      let outline = outlines.get(key);
-      if (!outline) outlines.set(key, (outline = { path: new Path2D(), color, width, dash, alpha }));
+      let mark: [string, number] | null = null;
+      if (marks.bestPath.has(p.id)) mark = [STROKE.best, p.id === marks.best ? 4 : 2.5];
+      if (marks.matches.has(p.id) || marks.fresh.has(p.id)) mark = [STROKE.match, 4];
+      if (!mark) continue;
+      const key = mark.join("|");
+      let outline = marked.get(key);
+      if (!outline) marked.set(key, (outline = { path: new Path2D(), color: mark[0], width: mark[1] }));
       outline.path.moveTo(p.x + r, p.y);
       outline.path.arc(p.x, p.y, r, 0, 2 * Math.PI);
     }
-    for (const [key, path] of fills) {
-      ctx.globalAlpha = key.startsWith("r") ? 0.3 : 1;
-      ctx.fillStyle = key.slice(1);
-      ctx.fill(path);
-    }
-    // Thick outlines (the best path, matches) last, so they stay on top.
-    const ordered = [...outlines.values()].sort((a, b) => a.width - b.width);
-    for (const o of ordered) {
-      ctx.globalAlpha = o.alpha;
-      ctx.setLineDash(o.dash ? [3 * px, 2 * px] : []);
-      ctx.strokeStyle = o.color;
-      ctx.lineWidth = o.width === PLAIN ? thin || o.width * px : o.width * px;
-      ctx.stroke(o.path);
-    }
+    STATUS_STYLES.forEach((style, i) => {
+      const groups = byStatus[i] as Map<string, Path2D>;
+      ctx.setLineDash(style.dash ? [3 * px, 2 * px] : []);
+      ctx.strokeStyle = style.stroke;
+      ctx.lineWidth = thin || PLAIN * px;
+      for (const [fill, path] of groups) {
+        ctx.globalAlpha = style.fillAlpha;
+        ctx.fillStyle = fill;
+        ctx.fill(path);
+        ctx.globalAlpha = style.strokeAlpha;
+        ctx.stroke(path);
+      }
+    });
     ctx.globalAlpha = 1;
     ctx.setLineDash([]);
+    // Thick outlines (the best path, matches) last, so they stay on top.
+    for (const o of [...marked.values()].sort((a, b) => a.width - b.width)) {
+      ctx.strokeStyle = o.color;
+      ctx.lineWidth = o.width * px;
+      ctx.stroke(o.path);
+    }
     ctx.strokeStyle = STROKE.meta;
     ctx.lineWidth = thin || 2 * px;
     ctx.stroke(rings);
