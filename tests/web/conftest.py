@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.web import recorded as recording
+from tests.web import search as searching
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page, ViewportSize
@@ -70,6 +71,12 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> Iterator[recording.Reco
         yield recording.build(service, database_url)
     finally:
         service.stop()
+
+
+@pytest.fixture(scope="session")
+def search_run(archive: recording.Recorded) -> searching.SearchRun:
+    """A second run over the recorded agents, with islands, groups, epochs, held-out scores, crossover."""
+    return searching.build(archive)
 
 
 def _is_error(kind: str, text: str) -> bool:

@@ -9,3 +9,5 @@ export function scoreColor(value: number): string {
 export const BEST_PATH = "#c2410c";
 export const MATCH = "#1d4ed8";
 export const UNSCORED = "#ffffff";
+export const CROSSOVER = "#8250df";
+export const META_CHANGED = "#bf3989";

@@ -60,3 +60,13 @@ export function dateTime(text: string | null | undefined): string {
 export function plural(count: number, one: string, many = `${one}s`): string {
   return `${integer(count)} ${count === 1 ? one : many}`;
 }
+
+/** "0.60 [0.23, 0.88], 3/5": a score with its 95% interval and the counts behind it. */
+export function estimate(e: { value: number; low: number; high: number; resolved: number; total: number }): string {
+  return `${score(e.value)} ${interval(e)}`;
+}
+
+/** "[0.23, 0.88], 3/5": the part of `estimate` after the score itself. */
+export function interval(e: { low: number; high: number; resolved: number; total: number }): string {
+  return `[${score(e.low)}, ${score(e.high)}], ${e.resolved}/${e.total}`;
+}

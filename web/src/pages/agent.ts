@@ -8,6 +8,8 @@ import { resultsTable } from "../agent/results";
 import { errorBox, fill, h, section } from "../dom";
 import * as fmt from "../format";
 import { navigate, type Page } from "../router";
+import { selectionEstimate } from "../intervals";
+import { META_TEXT, searchFacts } from "../tree/facts";
 import { badge, scoreChip } from "../widgets";
 
 function agentLink(id: string, runId: string | null, node?: LineageNode): HTMLElement {
@@ -117,7 +119,11 @@ function stagesTable(member: AgentInRun): HTMLElement {
   );
 }
 
-function membership(member: AgentInRun): HTMLElement {
+function membership(member: AgentInRun, node: LineageNode | undefined, runId: string): HTMLElement {
+  const search = node ? searchFacts(node).filter(([key]) => key !== "Crossover with") : [];
+  const selection = node ? selectionEstimate(node) : null;
+  const link = (other: string): HTMLElement =>
+    h("a", { href: `/agents/${other}?run=${runId}` }, h("code", null, fmt.shortId(other, 12)));
   return h(
     "div",
     { class: "membership" },
@@ -128,7 +134,21 @@ function membership(member: AgentInRun): HTMLElement {
       h("dd", null, badge(member.status)),
       member.reason ? [h("dt", null, "Reason"), h("dd", { class: "reason" }, member.reason)] : null,
       h("dt", null, "Score"),
-      h("dd", null, scoreChip(member.score)),
+      h("dd", { "data-role": "score" }, scoreChip(member.score), selection ? ` ${fmt.interval(selection)}` : ""),
+      search.map(([key, value]) => [h("dt", null, key), h("dd", { "data-role": key.toLowerCase() }, value)]),
+      node?.second_parent_id
+        ? [
+            h("dt", null, "Second parent"),
+            h("dd", { "data-role": "second-parent" }, link(node.second_parent_id), " (crossover)"),
+          ]
+        : null,
+      node?.same_as
+        ? [
+            h("dt", null, "Reuse"),
+            h("dd", { "data-role": "same-as" }, "same code as ", link(node.same_as), ", results reused"),
+          ]
+        : null,
+      node?.meta_changed ? [h("dt", null, "Hyperagent"), h("dd", { "data-role": "meta-changed" }, META_TEXT)] : null,
       h("dt", null, "LLM usage"),
       h("dd", null, `${fmt.usd(member.usd)} · ${fmt.tokens(member.tokens)} tokens`),
     ),
@@ -269,7 +289,7 @@ export const agentPage: Page = (main, route) => {
               "In run",
               runPicker,
               h("p", null, h("a", { href: `/runs/${member.run_id}` }, `Run ${member.run_id}`)),
-              membership(member),
+              membership(member, nodes.get(id), member.run_id),
             )
           : section("In run", h("p", { class: "muted" }, "This agent is in no run yet.")),
       ),

@@ -2,20 +2,23 @@
 // cost charts. Live: new events refresh the lineage in place, without a reload.
 
 import { api, download } from "../api/client";
-import type { LineageNode, RunDetail, RunEvent, RunUsage } from "../api/types";
+import type { LineageNode, LiveLineage, RunDetail, RunEvent, RunUsage } from "../api/types";
 import { drawCostChart } from "../charts/cost";
 import { legend, onResize } from "../charts/frame";
 import { drawScoreChart } from "../charts/score";
 import { announce, errorBox, h, keepFocus } from "../dom";
 import * as fmt from "../format";
 import { EventPoller, TREE_EVENTS } from "../live";
+import { takePrefetched } from "../prefetch";
 import { navigate, type Page } from "../router";
 import type { LayoutKind } from "../tree/layout";
+import { isColorBy, type ColorBy } from "../tree/colouring";
 import { buildModel, type TreeModel } from "../tree/model";
 import { TreeToolbar } from "../tree/toolbar";
 import { TreeList } from "../tree/list";
 import { TreeView } from "../tree/view";
 import { badge, budgetMeters, runActions, scoreChip } from "../widgets";
+import { currentEpoch, topAgents } from "./topAgents";
 
 const DEFAULT_POLL_MS = 2000;
 
@@ -49,7 +52,7 @@ function purposeTable(usage: RunUsage): HTMLElement | string {
   );
 }
 
-function header(run: RunDetail, refresh: () => void): HTMLElement {
+function header(run: RunDetail, epoch: number | null, refresh: () => void): HTMLElement {
   const best = run.progress.best_agent_id;
   const exportTop = h("button", { type: "button", "data-action": "export-top" }, "Top 5 agents (tar.gz)");
   exportTop.addEventListener("click", () => void download(`/api/runs/${run.id}/export?k=5`));
@@ -78,6 +81,7 @@ function header(run: RunDetail, refresh: () => void): HTMLElement {
       ),
       h("dt", null, "Benchmark"),
       h("dd", null, run.config.benchmark.name, ` · ${fmt.plural(run.stage_tasks.length, "stage")}`),
+      epoch === null ? null : [h("dt", null, "Epoch"), h("dd", { "data-role": "epoch" }, String(epoch))],
     ),
     budgetMeters(run),
     h("div", { class: "run-tools" }, runActions(run, refresh), h("div", { class: "buttons" }, exportTop, predictions)),
@@ -99,8 +103,11 @@ export const runPage: Page = (main, route) => {
   const scoreBox = h("div", { class: "chart-box", id: "score-chart" });
   const costBox = h("div", { class: "chart-box", id: "cost-chart" });
   const purposes = h("div", { class: "purposes" });
+  const topBox = h("div", { class: "top-agents-box" });
   const live = h("p", { class: "live muted", role: "status" }, "Loading…");
   let layout: LayoutKind = "tidy";
+  const asked = route.query.get("color");
+  const colorBy: ColorBy = isColorBy(asked) ? asked : "score";
   let tree: Tree | null = null;
   let run: RunDetail | null = null;
   let usage: RunUsage | null = null;
@@ -117,8 +124,15 @@ export const runPage: Page = (main, route) => {
       treeView.element.hidden = which !== "tree";
       list.element.hidden = which !== "list";
       if (which === "list" && tree) list.render(tree.model);
+      if (which === "tree") treeView.refit();
+    },
+    colorBy: (by) => {
+      const colouring = treeView.setColorBy(by);
+      if (tree) toolbar.showColouring(colouring, tree.model);
     },
   });
+  toolbar.setColorBy(colorBy);
+  treeView.setColorBy(colorBy);
   list.element.hidden = true;
 
   main.append(
@@ -139,6 +153,7 @@ export const runPage: Page = (main, route) => {
       h(
         "aside",
         { class: "side" },
+        h("section", { class: "panel top-agents" }, h("h2", null, "Top agents"), topBox),
         h(
           "section",
           { class: "panel" },
@@ -159,7 +174,11 @@ export const runPage: Page = (main, route) => {
   // Each chart in its own task, so that input (a zoom, a hover) gets in between.
   const drawCharts = (): void => {
     chartsFrame = 0;
-    if (tree) drawScoreChart(scoreBox, tree.nodes);
+    if (tree) {
+      const nodes = tree.nodes;
+      keepFocus(topBox, () => topBox.replaceChildren(topAgents(nodes, runId)));
+      drawScoreChart(scoreBox, tree.nodes);
+    }
     window.clearTimeout(chartsTask);
     chartsTask = window.setTimeout(() => {
       if (!run || !usage) return;
@@ -175,7 +194,8 @@ export const runPage: Page = (main, route) => {
 
   /** The lineage, with the event cursor to poll from. */
   const fetchTree = async (): Promise<Tree & { cursor: number }> => {
-    const lineage = await api("get", "/api/runs/{run_id}/lineage/live", { path: { run_id: runId } });
+    const prefetched = (await takePrefetched(`/api/runs/${runId}/lineage/live`)) as LiveLineage | null;
+    const lineage = prefetched ?? (await api("get", "/api/runs/{run_id}/lineage/live", { path: { run_id: runId } }));
     performance.mark("clade:lineage-fetched");
     return { nodes: lineage.nodes, model: buildModel(lineage.nodes), cursor: lineage.cursor };
   };
@@ -191,6 +211,7 @@ export const runPage: Page = (main, route) => {
     if (first) layout = next.model.count > 400 ? "radial" : "tidy";
     toolbar.setLayout(layout);
     treeView.render(next.model, layout, first, fresh);
+    toolbar.showColouring(treeView.colouring, next.model);
     if (!list.element.hidden) list.render(next.model);
     scheduleCharts();
     live.textContent = `${fmt.plural(next.model.count, "agent")} · live, updated ${new Date().toLocaleTimeString("en-GB")}`;
@@ -201,7 +222,8 @@ export const runPage: Page = (main, route) => {
     usage = nextUsage;
     document.title = `${run.name} · Run · Clade`;
     title.textContent = `Run ${run.name}`;
-    keepFocus(head, () => head.replaceChildren(header(nextRun, () => void refresh([]))));
+    const epoch = tree ? currentEpoch(tree.nodes) : null;
+    keepFocus(head, () => head.replaceChildren(header(nextRun, epoch, () => void refresh([]))));
     scheduleCharts();
   };
 

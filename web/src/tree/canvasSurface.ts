@@ -3,9 +3,18 @@
 
 import { quadtree, zoomIdentity, type Quadtree, type ZoomTransform } from "d3";
 import * as fmt from "../format";
-import { linkPath2D, type Placed, type Placement } from "./layout";
-import { bucketFill, LABELS_AT_MOST, labelMeta, radius, STROKE, type Marks } from "./style";
+import { crossPath2D, linkPath2D, type Placed, type Placement } from "./layout";
+import { dotRadius, LABELS_AT_MOST, labelMeta, radius, ringRadius, STROKE, type Marks } from "./style";
 import { inView, type Surface } from "./surface";
+
+const PLAIN = 1.2; // a plain node outline, in screen pixels
+// Admitted, rejected (faint, dashed) and evaluating (dashed) nodes, in the order of `nodes()`.
+const STATUS_STYLES = [
+  { stroke: STROKE.node, dash: false, fillAlpha: 1, strokeAlpha: 1 },
+  { stroke: STROKE.node, dash: true, fillAlpha: 0.3, strokeAlpha: 0.45 },
+  { stroke: STROKE.evaluating, dash: true, fillAlpha: 1, strokeAlpha: 1 },
+];
+const MANY = 1500; // nodes in view from which lines are drawn as hairlines
 
 export class CanvasSurface implements Surface {
   readonly element: HTMLCanvasElement;
@@ -99,10 +108,13 @@ export class CanvasSurface implements Surface {
     const t = this.transform;
     ctx.setTransform(ratio * t.k, 0, 0, ratio * t.k, ratio * t.x, ratio * t.y);
     const px = 1 / t.k; // one screen pixel in layout units
+    // One device pixel, a hair under: a stroke that comes out even a rounding error wider than
+    // a device pixel leaves the rasteriser's hairline path and costs several times more.
+    const hairline = (0.999 * px) / ratio;
     // Far out, thousands of links would bury the nodes: draw them lighter. Plain links are
     // hairlines (one device pixel), which software rasterisers draw several times faster.
     ctx.globalAlpha = t.k < 0.5 ? 0.6 : 1;
-    ctx.lineWidth = px / ratio;
+    ctx.lineWidth = hairline;
     ctx.strokeStyle = STROKE.link;
     ctx.setLineDash([]);
     ctx.stroke(paths.normal);
@@ -115,57 +127,92 @@ export class CanvasSurface implements Surface {
     ctx.lineWidth = 3 * px;
     ctx.stroke(paths.best);
     const visible = inView(placement, t, width, height);
-    this.nodes(visible, px, marks);
+    // Lines wider than a device pixel take a software rasteriser's slow path (ten times slower
+    // for thousands of circles): with many nodes in view, outlines and marks are hairlines.
+    const thin = visible.length > MANY ? hairline : 0;
+    if (placement.cross.length) {
+      // Dashed hairlines, and only those that can be in view: dashing long curves is costly.
+      const [x0, y0] = t.invert([0, 0]);
+      const [x1, y1] = t.invert([width, height]);
+      ctx.strokeStyle = STROKE.cross;
+      ctx.lineWidth = hairline;
+      ctx.globalAlpha = thin ? 0.45 : 1; // far out, lighter: they would bury the tree
+      ctx.setLineDash([5 * px, 3 * px]);
+      ctx.stroke(crossPath2D(placement, { x0, y0, x1, y1 }));
+      ctx.setLineDash([]);
+      ctx.globalAlpha = 1;
+    }
+    this.nodes(visible, px, thin, marks);
     this.labelsDrawn = this.labels && this.readable(visible);
     if (this.labelsDrawn) this.drawLabels(visible, ratio);
   }
 
   /**
-   * Nodes in a few batches: one fill per colour step and one stroke per outline style. Filling
-   * and stroking thousands of circles one by one is what makes a large canvas slow.
+   * Nodes in a few batches: one path per status and colour, filled and then outlined in the
+   * status's style; marked nodes (the best path, matches) outlined again on top. Filling and
+   * stroking thousands of circles one by one is what makes a large canvas slow.
    */
-  private nodes(visible: Placed[], px: number, marks: Marks): void {
+  private nodes(visible: Placed[], px: number, thin: number, marks: Marks): void {
     const ctx = this.ctx;
-    const fills = new Map<string, Path2D>();
-    const outlines = new Map<string, { path: Path2D; color: string; width: number; dash: boolean; alpha: number }>();
+    const byStatus = STATUS_STYLES.map(() => new Map<string, Path2D>());
+    const marked = new Map<string, { path: Path2D; color: string; width: number }>();
+    const rings = new Path2D();
+    const dots = new Path2D();
     for (const p of visible) {
       const r = Math.max(radius(p), 2.5 * px); // at least 5 pixels across, to show its colour
-      const rejected = p.node.status === "rejected";
-      const fillKey = `${rejected ? "r" : "a"}${bucketFill(p)}`;
-      let fill = fills.get(fillKey);
-      if (!fill) fills.set(fillKey, (fill = new Path2D()));
-      fill.moveTo(p.x + r, p.y);
-      fill.arc(p.x, p.y, r, 0, 2 * Math.PI);
-      let color = p.node.status === "evaluating" ? STROKE.evaluating : STROKE.node;
-      let width = 1.2;
-      if (marks.bestPath.has(p.id)) [color, width] = [STROKE.best, p.id === marks.best ? 4 : 2.5];
-      if (marks.matches.has(p.id) || marks.fresh.has(p.id)) [color, width] = [STROKE.match, 4];
-      // A node under two pixels across gets no plain outline: it would only blur it.
-      if (width === 1.2 && r < 2 * px) continue;
-      const dash = rejected || p.node.status === "evaluating";
-      const alpha = rejected ? 0.45 : 1;
-      const key = `${color}|${width}|${dash}|${alpha}`;
-      let outline = outlines.get(key);
-      if (!outline) outlines.set(key, (outline = { path: new Path2D(), color, width, dash, alpha }));
+      const status = p.node.status === "rejected" ? 1 : p.node.status === "evaluating" ? 2 : 0;
+      const groups = byStatus[status] as Map<string, Path2D>;
+      const fill = marks.fill(p.node);
+      let path = groups.get(fill);
+      if (!path) groups.set(fill, (path = new Path2D()));
+      path.moveTo(p.x + r, p.y);
+      path.arc(p.x, p.y, r, 0, 2 * Math.PI);
+      if (p.node.meta_changed) {
+        const rr = r + Math.max(ringRadius(p) - radius(p), 2 * px);
+        rings.moveTo(p.x + rr, p.y);
+        rings.arc(p.x, p.y, rr, 0, 2 * Math.PI);
+      }
+      if (p.node.same_as) {
+        const dr = Math.max(dotRadius(p), 1.2 * px);
+        dots.moveTo(p.x + dr, p.y);
+        dots.arc(p.x, p.y, dr, 0, 2 * Math.PI);
+      }
+      let mark: [string, number] | null = null;
+      if (marks.bestPath.has(p.id)) mark = [STROKE.best, p.id === marks.best ? 4 : 2.5];
+      if (marks.matches.has(p.id) || marks.fresh.has(p.id)) mark = [STROKE.match, 4];
+      if (!mark) continue;
+      const key = mark.join("|");
+      let outline = marked.get(key);
+      if (!outline) marked.set(key, (outline = { path: new Path2D(), color: mark[0], width: mark[1] }));
       outline.path.moveTo(p.x + r, p.y);
       outline.path.arc(p.x, p.y, r, 0, 2 * Math.PI);
     }
-    for (const [key, path] of fills) {
-      ctx.globalAlpha = key.startsWith("r") ? 0.3 : 1;
-      ctx.fillStyle = key.slice(1);
-      ctx.fill(path);
-    }
+    STATUS_STYLES.forEach((style, i) => {
+      const groups = byStatus[i] as Map<string, Path2D>;
+      ctx.setLineDash(style.dash ? [3 * px, 2 * px] : []);
+      ctx.strokeStyle = style.stroke;
+      ctx.lineWidth = thin || PLAIN * px;
+      for (const [fill, path] of groups) {
+        ctx.globalAlpha = style.fillAlpha;
+        ctx.fillStyle = fill;
+        ctx.fill(path);
+        ctx.globalAlpha = style.strokeAlpha;
+        ctx.stroke(path);
+      }
+    });
+    ctx.globalAlpha = 1;
+    ctx.setLineDash([]);
     // Thick outlines (the best path, matches) last, so they stay on top.
-    const ordered = [...outlines.values()].sort((a, b) => a.width - b.width);
-    for (const o of ordered) {
-      ctx.globalAlpha = o.alpha;
-      ctx.setLineDash(o.dash ? [3 * px, 2 * px] : []);
+    for (const o of [...marked.values()].sort((a, b) => a.width - b.width)) {
       ctx.strokeStyle = o.color;
       ctx.lineWidth = o.width * px;
       ctx.stroke(o.path);
     }
-    ctx.globalAlpha = 1;
-    ctx.setLineDash([]);
+    ctx.strokeStyle = STROKE.meta;
+    ctx.lineWidth = thin || 2 * px;
+    ctx.stroke(rings);
+    ctx.fillStyle = STROKE.node;
+    ctx.fill(dots);
   }
 
   private drawLabels(visible: Placed[], ratio: number): void {

@@ -1,6 +1,6 @@
 // Tidy tree positions (Reingold–Tilford, d3.tree), top-down or radial, and the link paths.
 
-import { linkRadial, linkVertical, tree } from "d3";
+import { linkRadial, linkVertical, path as pathText, tree } from "d3";
 import type { LineageNode } from "../api/types";
 import type { TreeModel, TreeNode } from "./model";
 
@@ -22,6 +22,8 @@ export interface Placement {
   byId: Map<string, Placed>;
   /** Links by how they are drawn: to the best agent, to a rejected child, or plain. */
   links: Record<LinkKind, Link[]>;
+  /** A crossover child's second edge: from its other parent to it (drawn dashed). */
+  cross: [Placed, Placed][];
   bounds: { x0: number; y0: number; x1: number; y1: number };
   labelled: boolean; // spaced for labels under every node
 }
@@ -66,7 +68,12 @@ export function place(model: TreeModel, kind: LayoutKind): Placement {
     x1 = Math.max(x1, x);
     y1 = Math.max(y1, y);
   });
-  return { kind, points, byId, links: sortLinks(model), bounds: { x0, y0, x1, y1 }, labelled };
+  const cross: [Placed, Placed][] = [];
+  for (const p of points) {
+    const other = p.node.second_parent_id ? byId.get(p.node.second_parent_id) : undefined;
+    if (other) cross.push([other, p]);
+  }
+  return { kind, points, byId, links: sortLinks(model), cross, bounds: { x0, y0, x1, y1 }, labelled };
 }
 
 function sortLinks(model: TreeModel): Placement["links"] {
@@ -103,4 +110,50 @@ export function linkPath2D(placement: Placement, which: LinkKind): Path2D {
   const draw = shape(placement.kind).context(path as unknown as CanvasRenderingContext2D);
   for (const link of placement.links[which]) draw(link);
   return path;
+}
+
+interface Tracer {
+  moveTo(x: number, y: number): void;
+  quadraticCurveTo(cx: number, cy: number, x: number, y: number): void;
+}
+
+export interface Box {
+  x0: number;
+  y0: number;
+  x1: number;
+  y1: number;
+}
+
+const BEND = 0.18;
+
+/** Second-parent edges as gentle arcs (bent to one side, so they stand apart from tree links). */
+function traceCross(placement: Placement, out: Tracer, within?: Box): void {
+  for (const [from, to] of placement.cross) {
+    const cx = (from.x + to.x) / 2 - (to.y - from.y) * BEND;
+    const cy = (from.y + to.y) / 2 + (to.x - from.x) * BEND;
+    // The curve stays inside the box of its three points: skip it when that box is out of view.
+    if (
+      within &&
+      (Math.max(from.x, to.x, cx) < within.x0 ||
+        Math.min(from.x, to.x, cx) > within.x1 ||
+        Math.max(from.y, to.y, cy) < within.y0 ||
+        Math.min(from.y, to.y, cy) > within.y1)
+    )
+      continue;
+    out.moveTo(from.x, from.y);
+    out.quadraticCurveTo(cx, cy, to.x, to.y);
+  }
+}
+
+export function crossData(placement: Placement): string {
+  const out = pathText();
+  traceCross(placement, out);
+  return out.toString();
+}
+
+/** The crossover edges that may cross `within` (a dashed path is dashed along all its length). */
+export function crossPath2D(placement: Placement, within: Box): Path2D {
+  const out = new Path2D();
+  traceCross(placement, out, within);
+  return out;
 }

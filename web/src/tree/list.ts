@@ -4,6 +4,7 @@
 
 import { h } from "../dom";
 import * as fmt from "../format";
+import { scoreText } from "./facts";
 import type { TreeModel, TreeNode } from "./model";
 
 const EXPAND_ALL_UP_TO = 500;
@@ -69,7 +70,7 @@ export class TreeList {
     const isOpen = this.expanded.has(node.id);
     const best = this.model?.best === node.id;
     const onPath = this.model?.bestPath.has(node.id) ?? false;
-    const label = `${fmt.shortId(node.id, 12)}, ${node.status}, score ${fmt.score(node.score)}, ${fmt.plural(node.children, "child", "children")}${best ? ", best agent" : ""}${node.reason ? `, ${node.reason}` : ""}`;
+    const label = `${fmt.shortId(node.id, 12)}, ${node.status}, score ${scoreText(node)}, ${fmt.plural(node.children, "child", "children")}${best ? ", best agent" : ""}${node.reason ? `, ${node.reason}` : ""}`;
     return h(
       "div",
       {
@@ -88,7 +89,7 @@ export class TreeList {
       h("span", { class: "toggle", "aria-hidden": "true" }, hasChildren ? (isOpen ? "▾" : "▸") : "·"),
       h("code", { class: "row-id" }, fmt.shortId(node.id, 12)),
       h("span", { class: `badge status-${node.status}` }, node.status),
-      h("span", { class: "row-score" }, fmt.score(node.score)),
+      h("span", { class: "row-score" }, scoreText(node)),
       h("span", { class: "row-children" }, fmt.plural(node.children, "child", "children")),
       best ? h("span", { class: "row-best" }, "best") : null,
       node.reason ? h("span", { class: "row-reason" }, node.reason) : null,

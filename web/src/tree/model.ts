@@ -11,6 +11,7 @@ export interface Datum {
 export type TreeNode = HierarchyNode<Datum>;
 
 export interface TreeModel {
+  nodes: LineageNode[];
   root: TreeNode;
   byId: Map<string, TreeNode>;
   count: number;
@@ -49,7 +50,7 @@ export function buildModel(nodes: LineageNode[]): TreeModel {
   for (let n = best ? byId.get(best) : undefined; n?.data.node; n = n.parent ?? undefined) {
     bestPath.add(n.data.node.id);
   }
-  return { root, byId, count: nodes.length, best, bestPath };
+  return { nodes, root, byId, count: nodes.length, best, bestPath };
 }
 
 /** Ids starting with the query (case-insensitive); at least 3 characters to search. */

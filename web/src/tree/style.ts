@@ -1,15 +1,12 @@
 // How a tree node looks, shared by the SVG and canvas surfaces.
 
-import { BEST_PATH, MATCH, scoreColor, UNSCORED } from "../colors";
+import { BEST_PATH, CROSSOVER, MATCH, META_CHANGED } from "../colors";
 import * as fmt from "../format";
+import type { LineageNode } from "../api/types";
 import type { Placed } from "./layout";
 
 export function radius(p: Placed): number {
   return 5 + Math.min(6, Math.sqrt(p.node.children) * 1.6);
-}
-
-export function fillOf(p: Placed): string {
-  return p.node.score === null ? UNSCORED : scoreColor(p.node.score);
 }
 
 export function labelMeta(p: Placed): string {
@@ -19,12 +16,13 @@ export function labelMeta(p: Placed): string {
   return p.node.status;
 }
 
-/** What the surfaces need besides positions: which nodes are marked, and how. */
+/** What the surfaces need besides positions: which nodes are marked, and how they are filled. */
 export interface Marks {
   best: string | null;
   bestPath: Set<string>;
   matches: Set<string>;
   fresh: Set<string>;
+  fill: (node: LineageNode) => string;
 }
 
 export const STROKE = {
@@ -34,16 +32,18 @@ export const STROKE = {
   link: "#8c959f",
   faint: "#b9c0c8",
   evaluating: "#6e7781",
+  cross: CROSSOVER,
+  meta: META_CHANGED,
 };
 
 export const LABELS_AT_MOST = 250;
 
-const STEPS = 32;
-const BUCKETS = Array.from({ length: STEPS + 1 }, (_, i) => scoreColor(i / STEPS));
+/** The ring around a child that changed its own improvement procedure (hyperagent mode). */
+export function ringRadius(p: Placed): number {
+  return radius(p) + 3.5;
+}
 
-/** The fill in 1/32 score steps: a canvas fills each distinct colour once. */
-export function bucketFill(p: Placed): string {
-  return p.node.score === null
-    ? UNSCORED
-    : (BUCKETS[Math.round(Math.max(0, Math.min(1, p.node.score)) * STEPS)] ?? UNSCORED);
+/** The dot in the middle of a child whose code equals an earlier agent's (results reused). */
+export function dotRadius(p: Placed): number {
+  return Math.max(1.8, radius(p) * 0.38);
 }

@@ -3,8 +3,8 @@
 
 import { select, zoomIdentity, type Selection, type ZoomTransform } from "d3";
 import * as fmt from "../format";
-import { linkData, type Placed, type Placement } from "./layout";
-import { fillOf, LABELS_AT_MOST, labelMeta, radius, type Marks } from "./style";
+import { crossData, linkData, type Placed, type Placement } from "./layout";
+import { dotRadius, LABELS_AT_MOST, labelMeta, radius, ringRadius, type Marks } from "./style";
 import { inView, type Surface } from "./surface";
 
 export class SvgSurface implements Surface {
@@ -18,8 +18,10 @@ export class SvgSurface implements Surface {
     const svg = select(host).append("svg").attr("class", "tree-svg").attr("role", "img");
     this.element = svg.node() as SVGSVGElement;
     this.viewport = svg.append("g").attr("class", "viewport");
-    for (const cls of ["normal", "faint", "best"]) this.viewport.append("path").attr("class", `links ${cls}`);
+    for (const cls of ["normal", "faint", "best", "cross"]) this.viewport.append("path").attr("class", `links ${cls}`);
+    this.viewport.append("g").attr("class", "rings").attr("aria-hidden", "true");
     this.viewport.append("g").attr("class", "nodes");
+    this.viewport.append("g").attr("class", "dots").attr("aria-hidden", "true");
     this.viewport.append("g").attr("class", "labels").attr("aria-hidden", "true");
   }
 
@@ -30,6 +32,9 @@ export class SvgSurface implements Surface {
     if (p.id === m?.best) list.push("best");
     if (m?.matches.has(p.id)) list.push("match");
     if (m?.fresh.has(p.id)) list.push("fresh");
+    if (p.node.second_parent_id) list.push("crossover");
+    if (p.node.meta_changed) list.push("meta-changed");
+    if (p.node.same_as) list.push("same-as");
     return list.join(" ");
   }
 
@@ -40,6 +45,31 @@ export class SvgSurface implements Surface {
     for (const which of ["normal", "faint", "best"] as const) {
       this.viewport.select(`path.links.${which}`).attr("d", linkData(placement, which) || null);
     }
+    this.viewport.select("path.links.cross").attr("d", crossData(placement) || null);
+    this.viewport
+      .select<SVGGElement>("g.rings")
+      .selectAll<SVGCircleElement, Placed>("circle.meta-ring")
+      .data(
+        points.filter((p) => p.node.meta_changed),
+        (p) => p.id,
+      )
+      .join("circle")
+      .attr("class", "meta-ring")
+      .attr("cx", (p) => p.x)
+      .attr("cy", (p) => p.y)
+      .attr("r", ringRadius);
+    this.viewport
+      .select<SVGGElement>("g.dots")
+      .selectAll<SVGCircleElement, Placed>("circle.same-dot")
+      .data(
+        points.filter((p) => p.node.same_as),
+        (p) => p.id,
+      )
+      .join("circle")
+      .attr("class", "same-dot")
+      .attr("cx", (p) => p.x)
+      .attr("cy", (p) => p.y)
+      .attr("r", dotRadius);
     this.viewport
       .select<SVGGElement>("g.nodes")
       .selectAll<SVGCircleElement, Placed>("circle.node")
@@ -50,12 +80,15 @@ export class SvgSurface implements Surface {
       .attr("cx", (p) => p.x)
       .attr("cy", (p) => p.y)
       .attr("r", radius)
-      .attr("fill", fillOf);
+      .attr("fill", (p) => marks.fill(p.node));
   }
 
   mark(marks: Marks): void {
     this.marks = marks;
-    this.viewport.selectAll<SVGCircleElement, Placed>("circle.node").attr("class", (p) => this.classes(p));
+    this.viewport
+      .selectAll<SVGCircleElement, Placed>("circle.node")
+      .attr("class", (p) => this.classes(p))
+      .attr("fill", (p) => marks.fill(p.node));
   }
 
   move(transform: ZoomTransform): void {

@@ -1,11 +1,14 @@
-// The lineage tree: colour by score, size by child count, rejected children faint, the path
-// from the seed to the best agent highlighted; pan and zoom (d3-zoom), hover cards, click to
-// open. Small trees are drawn in SVG, large ones on a canvas (see CANVAS_FROM).
+// The lineage tree: colour by score (or island, niche, group, epoch), size by child count,
+// rejected children faint, the path from the seed to the best agent highlighted, crossover
+// children joined to their second parent; pan and zoom (d3-zoom), hover cards, click to open.
+// Small trees are drawn in SVG, large ones on a canvas (see CANVAS_FROM). While the user has
+// not moved the view since the last fit, a growing tree is re-fitted as agents arrive.
 
 import { select, zoom, zoomIdentity, type Selection, type ZoomBehavior, type ZoomTransform } from "d3";
 import { h } from "../dom";
 import * as fmt from "../format";
 import { CanvasSurface } from "./canvasSurface";
+import { colouring, type ColorBy, type Colouring } from "./colouring";
 import { place, type LayoutKind, type Placement } from "./layout";
 import type { TreeModel } from "./model";
 import type { Marks } from "./style";
@@ -32,6 +35,10 @@ export class TreeView {
   private matches = new Set<string>();
   private fresh = new Set<string>();
   private settleTimer = 0;
+  private colorBy: ColorBy = "score";
+  colouring: Colouring = colouring([], "score");
+  /** Re-fit on every update until the user pans or zooms; "Fit" starts following again. */
+  private following = true;
 
   constructor(
     private readonly events: TreeViewEvents,
@@ -47,7 +54,9 @@ export class TreeView {
     this.tooltip = new Tooltip(this.element);
     this.zoomer = zoom<HTMLElement, unknown>()
       .scaleExtent([0.01, 8])
-      .on("zoom", (event: { transform: ZoomTransform }) => {
+      .on("zoom", (event: { transform: ZoomTransform; sourceEvent: Event | null }) => {
+        // Only the user's own gestures carry a source event; fits and transitions do not.
+        if (event.sourceEvent) this.follow(false);
         this.transform = event.transform;
         this.surface?.move(event.transform);
         this.element.dataset.zoom = event.transform.toString();
@@ -58,7 +67,13 @@ export class TreeView {
         this.settleTimer = window.setTimeout(() => this.surface?.settle(), 60);
       });
     this.host.call(this.zoomer).on("dblclick.zoom", null);
+    this.follow(true);
     this.listen();
+  }
+
+  private follow(on: boolean): void {
+    this.following = on;
+    this.element.dataset.following = String(on);
   }
 
   private listen(): void {
@@ -85,7 +100,17 @@ export class TreeView {
       bestPath: this.model?.bestPath ?? new Set(),
       matches: this.matches,
       fresh: this.fresh,
+      fill: this.colouring.fill,
     };
+  }
+
+  /** Fill the nodes by another property; the legend reads `colouring`. */
+  setColorBy(by: ColorBy): Colouring {
+    this.colorBy = by;
+    this.colouring = colouring(this.model?.nodes ?? [], by);
+    this.element.dataset.colorBy = by;
+    this.surface?.mark(this.marks());
+    return this.colouring;
   }
 
   private ensureSurface(count: number): Surface {
@@ -98,10 +123,15 @@ export class TreeView {
     return this.surface;
   }
 
-  /** Draw (or redraw after a live update, keeping the view); `fit` frames the whole tree. */
+  /**
+   * Draw (or redraw after a live update); `fit` frames the whole tree. A live update keeps
+   * the user's view, or re-fits it while following (the user has not moved it since a fit).
+   */
   render(model: TreeModel, kind: LayoutKind, fit: boolean, fresh: string[] = []): void {
     this.model = model;
     this.fresh = new Set(fresh);
+    this.colouring = colouring(model.nodes, this.colorBy);
+    this.element.dataset.colorBy = this.colorBy;
     this.placement = place(model, kind);
     performance.mark("clade:tree-placed");
     const surface = this.ensureSurface(model.count);
@@ -113,12 +143,15 @@ export class TreeView {
     this.element.dataset.nodeCount = String(model.count);
     this.element.dataset.layout = kind;
     if (fit) this.fit(false);
+    // At once, not animated: the view is final when the new agents are drawn.
+    else if (this.following) this.fit(false);
     surface.settle();
     this.element.dataset.state = "ready";
   }
 
   /** Frame the whole tree in the visible area. */
   fit(animate = true): void {
+    this.follow(true);
     if (!this.placement) return;
     const { x0, y0, x1, y1 } = this.placement.bounds;
     const width = this.element.clientWidth || 800;
@@ -137,10 +170,16 @@ export class TreeView {
     else this.host.call((s) => this.zoomer.transform(s, t));
   }
 
+  /** Re-fit if following (the view was hidden, and its size unknown, while agents arrived). */
+  refit(): void {
+    if (this.following) this.fit(false);
+  }
+
   /** Centre on one agent, zoomed in enough to read its label. */
   focus(id: string): void {
     const placed = this.placement?.byId.get(id);
     if (!placed) return;
+    this.follow(false);
     const width = this.element.clientWidth || 800;
     const height = this.element.clientHeight || 500;
     const k = Math.max(this.transform.k, 1.2);
@@ -155,6 +194,7 @@ export class TreeView {
   }
 
   zoomBy(factor: number): void {
+    this.follow(false);
     this.host
       .transition()
       .duration(200)
