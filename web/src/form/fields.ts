@@ -138,7 +138,7 @@ export const SELECTION: FieldSpec[] = [
     placeholder: "score_child_prop",
   },
   { path: "selection.params", label: "Strategy parameters", kind: "params", placeholder: "lambda=10, m=0.5" },
-  { path: "improver.mode", label: "Improver", kind: "select", options: ["self", "fixed"] },
+  { path: "improver.mode", label: "Improver", kind: "select", options: ["self", "fixed", "hyper"] },
   {
     path: "improver.agent",
     label: "Fixed improver agent",
