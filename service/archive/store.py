@@ -134,45 +134,19 @@ class Archive:
         sha, tree = self.git.commit_patch(parent_id, patch, message, self.limits)
         manifest = self._manifest_of(sha)
         with self.sessions.begin() as session:
-            step = _get_step(session, step_id, lock=True)
-            if step.child_id is not None:  # a concurrent delivery of the same step won
-                return self._delivered_again(session, step.child_id)
-            agent = session.get(Agent, sha) or Agent(
-                id=sha,
-                parent_id=parent_id,
-                kind="child",
-                tree_id=tree,
-                run_id=run_id,
+            agent, created = record_child(
+                session,
                 step_id=step_id,
+                child_id=sha,
+                tree_id=tree,
                 manifest=manifest,
+                diagnosis=diagnosis,
+                rejection=rejection,
+                usage=usage,
             )
-            session.add(agent)
-            step.child_id = sha
-            member = RunAgent(run_id=run_id, agent_id=sha, parent_id=parent_id, step_number=number)
-            if rejection:  # archived and shown, never a parent
-                lifecycle.reject_step(step)
-                lifecycle.join_rejected(member)
-                step.reason = member.reason = rejection
-                step.finished_at = datetime.now(UTC)
-            else:
-                lifecycle.step_takes_child(step)
-                lifecycle.join_run(member)
-            if diagnosis is not None:
-                step.diagnosis = diagnosis
-            # What it cost to make this child is shown on the child.
-            record_usage(session, usage=usage or [], run_id=run_id, step_id=step_id, agent_id=sha)
-            leases.settle(session, usage=usage or [], step_id=step_id)
-            session.add(member)
-            parent = session.get(RunAgent, (run_id, parent_id))
-            if parent is not None:
-                parent.children += 1
-            session.add(
-                Event(
-                    run_id=run_id,
-                    kind="child_created",
-                    payload={"agent_id": sha, "parent_id": parent_id, "step": number, "rejection": rejection},
-                )
-            )
+        if not created:  # a concurrent delivery of the same step won
+            self.git.ensure_agent_ref(agent.id)
+            return agent
         self.git.set_agent_ref(sha)
         return agent
 
@@ -187,6 +161,66 @@ class Archive:
             return parse_manifest(self.git.read_file(sha, MANIFEST_FILE)).model_dump()
         except InvalidAgentError as exc:
             return {"error": str(exc)}
+
+
+def record_child(
+    session: Session,
+    *,
+    step_id: str,
+    child_id: str,
+    tree_id: str,
+    manifest: dict[str, object],
+    diagnosis: str | None = None,
+    rejection: str | None = None,
+    usage: list[UsageRecord] | None = None,
+) -> tuple[Agent, bool]:
+    """The database half of a step's child, whose commit `child_id` exists already: the agent row,
+    its place in the run and the step's change. (the agent, False) if the step had its child already.
+
+    `Archive.create_child` calls it once the git objects are written; the simulator (`clade sim`)
+    calls it with synthetic ids, having no git. The caller commits.
+    """
+    step = _get_step(session, step_id, lock=True)
+    if step.child_id is not None:
+        return _get_agent(session, step.child_id), False
+    parent_id, run_id, number = step.parent_id, step.run_id, step.number
+    agent = session.get(Agent, child_id) or Agent(
+        id=child_id,
+        parent_id=parent_id,
+        kind="child",
+        tree_id=tree_id,
+        run_id=run_id,
+        step_id=step_id,
+        manifest=manifest,
+    )
+    session.add(agent)
+    step.child_id = child_id
+    member = RunAgent(run_id=run_id, agent_id=child_id, parent_id=parent_id, step_number=number)
+    if rejection:  # archived and shown, never a parent
+        lifecycle.reject_step(step)
+        lifecycle.join_rejected(member)
+        step.reason = member.reason = rejection
+        step.finished_at = datetime.now(UTC)
+    else:
+        lifecycle.step_takes_child(step)
+        lifecycle.join_run(member)
+    if diagnosis is not None:
+        step.diagnosis = diagnosis
+    # What it cost to make this child is shown on the child.
+    record_usage(session, usage=usage or [], run_id=run_id, step_id=step_id, agent_id=child_id)
+    leases.settle(session, usage=usage or [], step_id=step_id)
+    session.add(member)
+    parent = session.get(RunAgent, (run_id, parent_id))
+    if parent is not None:
+        parent.children += 1
+    session.add(
+        Event(
+            run_id=run_id,
+            kind="child_created",
+            payload={"agent_id": child_id, "parent_id": parent_id, "step": number, "rejection": rejection},
+        )
+    )
+    return agent, True
 
 
 def _get_step(session: Session, step_id: str, lock: bool = False) -> Step:

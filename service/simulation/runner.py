@@ -1,0 +1,233 @@
+"""One simulated run, start to end: the real run driver over an in-memory SQLite database,
+answered by the simulated worker, until its evaluation budget is spent.
+
+The run is created as the API creates one (`service.runs.create_run`, from a `RunConfig`);
+each tick is the driver's own `drive(session, run, outbox)` in one transaction, then the
+worker answers the outbox's jobs in another, as results arriving from workers would be. The
+evaluation budget is exact: once the results recorded reach it, no further result is
+recorded and the run is cancelled. After every tick the runner notes the evaluations done,
+the true score of the agent the run would pick as its best, and the best true score in its
+archive.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import create_engine, event, func, select
+from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import StaticPool
+
+from contracts.config import RunConfig
+from contracts.intervals import wilson
+from service.db.models import Base, Evaluation, Run, RunAgent, Step
+from service.driver.loop import Outbox, drive
+from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus
+from service.runs import change_state, create_run
+from service.simulation.landscape import Landscape, LandscapeConfig, Mutation
+from service.simulation.presets import Pick, Preset
+from service.simulation.worker import SimulatedWorker
+
+MAX_IDLE_TICKS = 50  # ticks in a row with no job and no change: the run is stuck (a bug)
+
+
+class SimulationStuckError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Sample:
+    evaluations: int
+    steps: int
+    picked: float  # true score of the agent the run would pick now
+    best: float  # best true score among its admitted agents
+
+
+@dataclass
+class SimResult:
+    preset: str
+    landscape: str
+    seed: int
+    budget: int
+    seed_score: float
+    samples: list[Sample] = field(default_factory=list)
+    evaluations: int = 0  # results recorded
+    steps: int = 0
+    mutations: dict[str, int] = field(default_factory=dict)
+    ticks: int = 0
+    seconds: float = 0.0
+
+    def at(self, evaluations: int) -> Sample:
+        """The last sample taken with at most `evaluations` done (the seed's before any)."""
+        chosen = Sample(0, 0, self.seed_score, self.seed_score)
+        for sample in self.samples:
+            if sample.evaluations > evaluations:
+                break
+            chosen = sample
+        return chosen
+
+    @property
+    def final(self) -> Sample:
+        return self.samples[-1] if self.samples else Sample(0, 0, self.seed_score, self.seed_score)
+
+
+def memory_sessions() -> sessionmaker[Session]:
+    """A private in-memory SQLite database with the archive's schema (foreign keys enforced)."""
+    engine = create_engine("sqlite://", poolclass=StaticPool, connect_args={"check_same_thread": False})
+
+    def _foreign_keys(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.execute("PRAGMA foreign_keys=ON")
+
+    event.listen(engine, "connect", _foreign_keys)
+    Base.metadata.create_all(engine)
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+def stage_tasks(landscape: Landscape, preset: Preset, seed: int) -> list[list[str]]:
+    """Each stage's tasks, drawn from the pool without overlap (the same for every preset of a seed
+    whose stages have the same sizes)."""
+    needed = sum(stage.size for stage in preset.stages)
+    pool = landscape.task_ids
+    if needed > len(pool):
+        raise ValueError(f"preset {preset.name} needs {needed} tasks; the pool has {len(pool)}")
+    order = random.Random(f"stages:{seed}").sample(pool, len(pool))
+    stages, start = [], 0
+    for stage in preset.stages:
+        stages.append(order[start : start + stage.size])
+        start += stage.size
+    return stages
+
+
+def run_config(preset: Preset, seed_agent: str, stages: list[list[str]], seed: int) -> RunConfig:
+    return RunConfig.model_validate(
+        {
+            "name": f"sim:{preset.name}:{seed}",
+            "seed_agent": seed_agent,
+            "stages": [
+                {"tasks": tasks, "threshold": stage.threshold, **stage.options}
+                for tasks, stage in zip(stages, preset.stages, strict=True)
+            ],
+            "selection": {"strategy": preset.strategy, "params": preset.params},
+            "budget": {"max_children": 1_000_000},
+            "parallelism": preset.parallelism,
+            "rng_seed": seed,
+        }
+    )
+
+
+def simulate(preset: Preset, landscape_config: LandscapeConfig, seed: int, budget: int) -> SimResult:
+    """Run `preset` on a landscape drawn with `seed` until `budget` evaluations are recorded."""
+    started = time.perf_counter()
+    landscape = Landscape(landscape_config, seed)
+    worker = SimulatedWorker(landscape, seed)
+    sessions = memory_sessions()
+    with sessions.begin() as session:
+        seed_agent = worker.add_seed(session)
+        session.flush()
+        config = run_config(preset, seed_agent, stage_tasks(landscape, preset, seed), seed)
+        run_id = create_run(
+            session, config=config, stage_tasks=[s["tasks"] for s in config.model_dump()["stages"]]
+        ).id
+    result = SimResult(
+        preset=preset.name,
+        landscape=landscape_config.name,
+        seed=seed,
+        budget=budget,
+        seed_score=worker.truth[seed_agent].score,
+    )
+    watcher = _Watcher(run_id, preset.pick, worker)
+    idle = 0
+    while result.evaluations < budget:
+        outbox = Outbox()
+        with sessions.begin() as session:
+            run = session.get(Run, run_id)
+            if run is None or run.status != RunStatus.RUNNING:
+                break
+            drive(session, run, outbox)
+        result.ticks += 1
+        with sessions.begin() as session:
+            for improve in outbox.improve:
+                worker.improve(session, improve)
+            # Results of distinct evaluations read nothing the others write: one flush for them all.
+            with session.no_autoflush:
+                for evaluate in outbox.evaluate[: budget - result.evaluations]:
+                    worker.evaluate(session, evaluate)
+                    result.evaluations += 1
+        with sessions() as session:
+            changed = watcher.observe(session, result)
+        idle = 0 if (outbox.improve or outbox.evaluate or changed) else idle + 1
+        if idle > MAX_IDLE_TICKS:
+            raise SimulationStuckError(f"{preset.name} seed {seed}: no job for {idle} ticks")
+    with sessions.begin() as session:
+        run = session.get(Run, run_id)
+        if run is not None and run.status == RunStatus.RUNNING:
+            change_state(session, run_id=run_id, action="cancel")
+    with sessions() as session:
+        watcher.observe(session, result, force=True)
+        done = session.scalar(
+            select(func.count())
+            .select_from(Evaluation)
+            .where(Evaluation.run_id == run_id, Evaluation.status == EvaluationStatus.DONE)
+        )
+        if done != result.evaluations:
+            raise AssertionError(f"{done} evaluations done in the database, {result.evaluations} answered")
+    result.mutations = {kind.value: worker.mutations[kind] for kind in Mutation}
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+class _Watcher:
+    """Notes a sample whenever the admitted agents or the evaluations done change."""
+
+    def __init__(self, run_id: str, pick: Pick, worker: SimulatedWorker) -> None:
+        self.run_id = run_id
+        self.pick = pick
+        self.worker = worker
+        self.admitted = -1
+        self.evaluations = -1
+        self.picked = self.best = 0.0
+
+    def observe(self, session: Session, result: SimResult, *, force: bool = False) -> bool:
+        admitted = (
+            session.scalar(
+                select(func.count())
+                .select_from(RunAgent)
+                .where(RunAgent.run_id == self.run_id, RunAgent.status == MemberStatus.ADMITTED)
+            )
+            or 0
+        )
+        if admitted == self.admitted and result.evaluations == self.evaluations and not force:
+            return False
+        if admitted != self.admitted or force:
+            self.admitted = admitted
+            self._rescore(session)
+        self.evaluations = result.evaluations
+        result.steps = (
+            session.scalar(select(func.count()).select_from(Step).where(Step.run_id == self.run_id)) or 0
+        )
+        result.samples.append(Sample(result.evaluations, result.steps, self.picked, self.best))
+        return True
+
+    def _rescore(self, session: Session) -> None:
+        members = session.execute(
+            select(RunAgent.agent_id, RunAgent.resolved, RunAgent.attempted, RunAgent.step_number).where(
+                RunAgent.run_id == self.run_id, RunAgent.status == MemberStatus.ADMITTED
+            )
+        ).all()
+        if not members:
+            return
+        truth = self.worker.truth
+
+        def merit(row: Any) -> tuple[float, int, int]:
+            resolved, attempted = row.resolved or 0, row.attempted or 0
+            if self.pick is Pick.LOWER_BOUND:
+                value = wilson(resolved, attempted)[0]
+            else:
+                value = resolved / attempted if attempted else 0.0
+            return (value, attempted, -(row.step_number or 0))
+
+        self.picked = truth[max(members, key=merit).agent_id].score
+        self.best = max(truth[row.agent_id].score for row in members)
