@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 import time
@@ -26,6 +27,12 @@ def sim(
     ] = None,
     out: Annotated[Path, typer.Option(help="Folder for the table and the plots.")] = Path("docs"),
     jobs: Annotated[int, typer.Option(min=1, help="Processes running seeds side by side.")] = 2,
+    save: Annotated[
+        Path | None, typer.Option(help="Also write every run's samples to this JSON file.")
+    ] = None,
+    load: Annotated[
+        Path | None, typer.Option(help="Run nothing: write the table and plots from a --save file.")
+    ] = None,
 ) -> None:
     """Run presets with the real driver against a simulated worker; write a table and plots.
 
@@ -60,9 +67,25 @@ def sim(
             highlight=False,
         )
 
-    started = time.perf_counter()
-    results = run_all(work, processes=jobs, progress=progress)
-    wall = time.perf_counter() - started
+    if load is not None:
+        saved = json.loads(load.read_text())
+        results = [SimResult.from_json(r) for r in saved["results"]]
+        wall, jobs, command = saved["wall_s"], saved["jobs"], saved["command"]
+        budget = results[0].budget
+        landscapes = list(dict.fromkeys(r.landscape for r in results))
+    else:
+        command = "clade " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        started = time.perf_counter()
+        results = run_all(work, processes=jobs, progress=progress)
+        wall = time.perf_counter() - started
+        if save is not None:
+            payload = {
+                "command": command,
+                "wall_s": wall,
+                "jobs": jobs,
+                "results": [r.to_json() for r in results],
+            }
+            save.write_text(json.dumps(payload))
     steps = sum(r.steps for r in results)
     evaluations = sum(r.evaluations for r in results)
     busy = sum(r.seconds for r in results)
@@ -72,7 +95,6 @@ def sim(
         f"{evaluations / wall * 60:,.0f} evaluations/minute"
     )
     out.mkdir(parents=True, exist_ok=True)
-    command = "clade " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     parts = [
         f"# Simulation results\n\n**{LABEL}.** Written by `{command}`; how to read it: "
         f"[simulation.md](simulation.md).\n\nSpeed: {rate}.\n"

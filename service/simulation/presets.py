@@ -75,13 +75,6 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "hgm-lean", "HGM selection, a second stage of 20 tasks", (SimStage(10, 0.4), SimStage(20)), "hgm"
         ),
-        Preset(
-            "hgm-lb",
-            "HGM selection, DGM stages, the best picked by its Wilson lower bound",
-            DGM_STAGES,
-            "hgm",
-            pick=Pick.LOWER_BOUND,
-        ),
     )
 }
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sqlalchemy import create_engine, event, func, select
@@ -68,6 +68,14 @@ class SimResult:
                 break
             chosen = sample
         return chosen
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SimResult:
+        samples = [Sample(**sample) for sample in data.pop("samples")]
+        return cls(**data, samples=samples)
 
     @property
     def final(self) -> Sample:
