@@ -78,6 +78,12 @@ def sim(
         started = time.perf_counter()
         results = run_all(work, processes=jobs, progress=progress)
         wall = time.perf_counter() - started
+        for r in results:
+            if r.done_in_database != r.evaluations:
+                err_console.print(
+                    f"[red]{r.landscape} {r.preset} seed {r.seed}: {r.evaluations} evaluations answered, "
+                    f"{r.done_in_database} done in the database[/red]"
+                )
         if save is not None:
             payload = {
                 "command": command,

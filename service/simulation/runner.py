@@ -54,7 +54,8 @@ class SimResult:
     budget: int
     seed_score: float
     samples: list[Sample] = field(default_factory=list)
-    evaluations: int = 0  # results recorded
+    evaluations: int = 0  # results the worker answered
+    done_in_database: int = 0  # done evaluations the database holds at the end
     steps: int = 0
     mutations: dict[str, int] = field(default_factory=dict)
     ticks: int = 0
@@ -175,13 +176,14 @@ def simulate(preset: Preset, landscape_config: LandscapeConfig, seed: int, budge
             change_state(session, run_id=run_id, action="cancel")
     with sessions() as session:
         watcher.observe(session, result, force=True)
-        done = session.scalar(
-            select(func.count())
-            .select_from(Evaluation)
-            .where(Evaluation.run_id == run_id, Evaluation.status == EvaluationStatus.DONE)
+        result.done_in_database = (
+            session.scalar(
+                select(func.count())
+                .select_from(Evaluation)
+                .where(Evaluation.run_id == run_id, Evaluation.status == EvaluationStatus.DONE)
+            )
+            or 0
         )
-        if done != result.evaluations:
-            raise AssertionError(f"{done} evaluations done in the database, {result.evaluations} answered")
     result.mutations = {kind.value: worker.mutations[kind] for kind in Mutation}
     result.seconds = time.perf_counter() - started
     return result

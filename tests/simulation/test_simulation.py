@@ -27,14 +27,13 @@ def test_a_seed_gives_the_same_run_every_time() -> None:
 
 
 def test_the_budget_is_spent_exactly_and_counted_from_the_database() -> None:
-    # simulate() itself compares its count with the done evaluations in the database.
     result = simulate(PRESETS["hgm"], SMALL, seed=1, budget=350)
-    assert result.evaluations == 350
+    assert result.evaluations == result.done_in_database == 350
     assert result.final.evaluations == 350
     assert result.steps >= 350 // 60
-    assert (
-        sum(result.mutations.values()) == result.steps or result.steps - sum(result.mutations.values()) <= 2
-    )
+    # Every step opened was answered, but for those still in flight when the budget ran out.
+    answered = sum(result.mutations.values())
+    assert result.steps - PRESETS["hgm"].parallelism <= answered <= result.steps
     assert 0.0 < result.final.picked <= result.final.best <= 1.0
 
 
