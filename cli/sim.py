@@ -18,7 +18,7 @@ def sim(
     seeds: Annotated[int, typer.Option(min=1, help="Seeds per preset and landscape.")] = 20,
     budget: Annotated[
         int, typer.Option(min=100, help="Task evaluations per run (the budget every preset gets).")
-    ] = 6000,
+    ] = 3000,
     landscape: Annotated[
         list[str] | None, typer.Option(help="default or clusters (repeatable) [default: both]")
     ] = None,

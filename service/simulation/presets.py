@@ -1,26 +1,18 @@
 """The named run configurations `clade sim` compares.
 
-A preset is what a user would write in a run configuration (stages, selection strategy and its
-params, parallelism) plus the rule that picks the run's best agent at the end. Stage tasks are
-drawn from the landscape's pool per seed, without overlap between stages. A preset naming a
-strategy the selection registry does not know is listed as unavailable instead of run, so
-strategies added to the registry later appear as soon as a preset names them.
+A preset is what a user would write in a run configuration: stages, selection strategy and its
+params, parallelism. Stage tasks are drawn from the landscape's pool per seed, without overlap
+between stages. A preset naming a strategy the selection registry does not know is listed as
+unavailable instead of run, so strategies added to the registry later appear as soon as a
+preset names them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from service.selection import known_strategies
-
-
-class Pick(StrEnum):
-    """How the run's best agent is chosen among its admitted agents."""
-
-    SCORE = "score"  # the highest resolved fraction, as `clade run show` reports the best
-    LOWER_BOUND = "lower_bound"  # the highest 95% Wilson lower bound of that fraction
 
 
 @dataclass(frozen=True)
@@ -38,7 +30,6 @@ class Preset:
     strategy: str = "score_child_prop"
     params: dict[str, float] = field(default_factory=dict)
     parallelism: int = 2
-    pick: Pick = Pick.SCORE
 
     @property
     def available(self) -> bool:

@@ -129,10 +129,10 @@ def _evals(value: float) -> str:
 def table(rows: Sequence[Row], target: float, budget: int, baseline: str) -> str:
     """A Markdown table: one line per preset, the baseline first."""
     head = (
-        "| preset | stages | selection | pick | steps | true score picked, at the end | "
+        "| preset | stages | selection | steps | true score picked, at the end | "
         "at half the budget | best in archive, at the end | evaluations to the target "
         "(median curve) | per seed: first reached | half the baseline's evaluations? |\n"
-        "| --- | --- | --- | --- | ---: | --- | --- | --- | ---: | ---: | --- |\n"
+        "| --- | --- | --- | ---: | --- | --- | --- | ---: | ---: | --- |\n"
     )
     lines = []
     ordered = sorted(rows, key=lambda r: (r.preset.name != baseline, -r.final_picked[1]))
@@ -144,7 +144,7 @@ def table(rows: Sequence[Row], target: float, budget: int, baseline: str) -> str
         else:
             goal = "**yes**" if r.to_target is not None and r.to_target <= budget // 2 else "no"
         lines.append(
-            f"| {r.preset.name} | {r.preset.stage_text()} | {r.preset.strategy} | {r.preset.pick} "
+            f"| {r.preset.name} | {r.preset.stage_text()} | {r.preset.strategy} "
             f"| {r.steps:.0f} | {_q(r.final_picked)} | {_q(r.at_half)} | {_q(r.final_best)} "
             f"| {to_target} | {seed} | {goal} |"
         )

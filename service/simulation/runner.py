@@ -22,13 +22,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 from contracts.config import RunConfig
-from contracts.intervals import wilson
 from service.db.models import Base, Evaluation, Run, RunAgent, Step
 from service.driver.loop import Outbox, drive
 from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus
 from service.runs import change_state, create_run
 from service.simulation.landscape import Landscape, LandscapeConfig, Mutation
-from service.simulation.presets import Pick, Preset
+from service.simulation.presets import Preset
 from service.simulation.worker import SimulatedWorker
 
 MAX_IDLE_TICKS = 50  # ticks in a row with no job and no change: the run is stuck (a bug)
@@ -136,10 +135,9 @@ def simulate(preset: Preset, landscape_config: LandscapeConfig, seed: int, budge
     with sessions.begin() as session:
         seed_agent = worker.add_seed(session)
         session.flush()
-        config = run_config(preset, seed_agent, stage_tasks(landscape, preset, seed), seed)
-        run_id = create_run(
-            session, config=config, stage_tasks=[s["tasks"] for s in config.model_dump()["stages"]]
-        ).id
+        stages = stage_tasks(landscape, preset, seed)
+        config = run_config(preset, seed_agent, stages, seed)
+        run_id = create_run(session, config=config, stage_tasks=stages).id
     result = SimResult(
         preset=preset.name,
         landscape=landscape_config.name,
@@ -147,7 +145,7 @@ def simulate(preset: Preset, landscape_config: LandscapeConfig, seed: int, budge
         budget=budget,
         seed_score=worker.truth[seed_agent].score,
     )
-    watcher = _Watcher(run_id, preset.pick, worker)
+    watcher = _Watcher(run_id, worker)
     idle = 0
     while result.evaluations < budget:
         outbox = Outbox()
@@ -192,9 +190,8 @@ def simulate(preset: Preset, landscape_config: LandscapeConfig, seed: int, budge
 class _Watcher:
     """Notes a sample whenever the admitted agents or the evaluations done change."""
 
-    def __init__(self, run_id: str, pick: Pick, worker: SimulatedWorker) -> None:
+    def __init__(self, run_id: str, worker: SimulatedWorker) -> None:
         self.run_id = run_id
-        self.pick = pick
         self.worker = worker
         self.admitted = -1
         self.evaluations = -1
@@ -232,12 +229,9 @@ class _Watcher:
         truth = self.worker.truth
 
         def merit(row: Any) -> tuple[float, int, int]:
+            # The highest resolved fraction; among equals the more evaluated, then the older.
             resolved, attempted = row.resolved or 0, row.attempted or 0
-            if self.pick is Pick.LOWER_BOUND:
-                value = wilson(resolved, attempted)[0]
-            else:
-                value = resolved / attempted if attempted else 0.0
-            return (value, attempted, -(row.step_number or 0))
+            return (resolved / attempted if attempted else 0.0, attempted, -(row.step_number or 0))
 
         self.picked = truth[max(members, key=merit).agent_id].score
         self.best = max(truth[row.agent_id].score for row in members)
