@@ -48,6 +48,7 @@ class Row:
     final_best: tuple[float, float, float]
     at_half: tuple[float, float, float]  # picked agent's true score at half the budget
     steps: float  # median steps opened
+    repeated: float  # median share of evaluations spent on code equal to an earlier agent's
     to_target: int | None  # evaluations from which the median curve stays >= target
     seed_to_target: tuple[float, float, float] | None  # per-seed first passage (None: most never)
 
@@ -111,6 +112,7 @@ def rows_for(results: Sequence[SimResult], baseline: str) -> tuple[list[Row], fl
                 final_best=quartiles([r.final.best for r in runs]),
                 at_half=quartiles([r.at(budget // 2).picked for r in runs]),
                 steps=statistics.median(r.steps for r in runs),
+                repeated=statistics.median(r.on_repeated_trees / max(r.evaluations, 1) for r in runs),
                 to_target=stays_above(picked, target),
                 seed_to_target=None if seed_q[1] == float("inf") else seed_q,
             )
@@ -131,8 +133,9 @@ def table(rows: Sequence[Row], target: float, budget: int, baseline: str) -> str
     head = (
         "| preset | stages | selection | steps | true score picked, at the end | "
         "at half the budget | best in archive, at the end | evaluations to the target "
-        "(median curve) | per seed: first reached | half the baseline's evaluations? |\n"
-        "| --- | --- | --- | ---: | --- | --- | --- | ---: | ---: | --- |\n"
+        "(median curve) | per seed: first reached | half the baseline's evaluations? | "
+        "spent on repeated code |\n"
+        "| --- | --- | --- | ---: | --- | --- | --- | ---: | ---: | --- | ---: |\n"
     )
     lines = []
     ordered = sorted(rows, key=lambda r: (r.preset.name != baseline, -r.final_picked[1]))
@@ -146,7 +149,7 @@ def table(rows: Sequence[Row], target: float, budget: int, baseline: str) -> str
         lines.append(
             f"| {r.preset.name} | {r.preset.stage_text()} | {r.preset.strategy} "
             f"| {r.steps:.0f} | {_q(r.final_picked)} | {_q(r.at_half)} | {_q(r.final_best)} "
-            f"| {to_target} | {seed} | {goal} |"
+            f"| {to_target} | {seed} | {goal} | {r.repeated:.1%} |"
         )
     intro = (
         f"Target: the baseline's ({baseline}) final true score, median over seeds: **{target:.3f}**; "

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 from contracts.config import RunConfig
-from service.db.models import Base, Evaluation, Run, RunAgent, Step
+from service.db.models import Agent, Base, Evaluation, Run, RunAgent, Step
 from service.driver.loop import Outbox, drive
 from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus
 from service.runs import change_state, create_run
@@ -55,6 +55,9 @@ class SimResult:
     samples: list[Sample] = field(default_factory=list)
     evaluations: int = 0  # results the worker answered
     done_in_database: int = 0  # done evaluations the database holds at the end
+    # Done evaluations of agents whose code (tree) equals an earlier agent's in the run: what
+    # reusing results of identical code would have saved.
+    on_repeated_trees: int = 0
     steps: int = 0
     mutations: dict[str, int] = field(default_factory=dict)
     ticks: int = 0
@@ -182,9 +185,31 @@ def simulate(preset: Preset, landscape_config: LandscapeConfig, seed: int, budge
             )
             or 0
         )
+        result.on_repeated_trees = _evaluations_on_repeated_trees(session, run_id)
     result.mutations = {kind.value: worker.mutations[kind] for kind in Mutation}
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _evaluations_on_repeated_trees(session: Session, run_id: str) -> int:
+    members = session.execute(
+        select(RunAgent.agent_id, Agent.tree_id)
+        .join(Agent, Agent.id == RunAgent.agent_id)
+        .where(RunAgent.run_id == run_id)
+        .order_by(RunAgent.step_number)
+    ).all()
+    seen: set[str] = set()
+    repeats: set[str] = set()
+    for agent_id, tree_id in members:
+        if tree_id in seen:
+            repeats.add(agent_id)
+        seen.add(tree_id)
+    done = session.execute(
+        select(Evaluation.agent_id, func.count())
+        .where(Evaluation.run_id == run_id, Evaluation.status == EvaluationStatus.DONE)
+        .group_by(Evaluation.agent_id)
+    ).all()
+    return sum(int(count) for agent_id, count in done if agent_id in repeats)
 
 
 class _Watcher:

@@ -104,3 +104,11 @@ def test_the_command_writes_the_table_and_the_plots(tmp_path: Path) -> None:
     assert "steps/minute" in text
     assert (out / "simulation-default.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "[4/4] default" in result.output
+
+
+def test_evaluations_of_code_equal_to_an_earlier_agent_are_counted() -> None:
+    copies = simulate(PRESETS["best"], replace(SMALL, noop=0.5), seed=2, budget=400)
+    none = simulate(PRESETS["best"], replace(SMALL, noop=0.0), seed=2, budget=400)
+    assert copies.mutations["noop"] > 0
+    assert 0 < copies.on_repeated_trees < copies.evaluations
+    assert none.on_repeated_trees == 0
