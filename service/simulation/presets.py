@@ -66,6 +66,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "hgm-lean", "HGM selection, a second stage of 20 tasks", (SimStage(10, 0.4), SimStage(20)), "hgm"
         ),
+        Preset("hgm-10", "HGM selection, one stage of 10 tasks (no threshold)", (SimStage(10),), "hgm"),
     )
 }
 

@@ -220,7 +220,8 @@ class _Watcher:
         self.worker = worker
         self.admitted = -1
         self.evaluations = -1
-        self.picked = self.best = 0.0
+        # Until the seed is scored it is the run's only agent, so the one it would pick.
+        self.picked = self.best = worker.truth[worker.seed_id].score
 
     def observe(self, session: Session, result: SimResult, *, force: bool = False) -> bool:
         admitted = (

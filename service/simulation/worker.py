@@ -47,6 +47,7 @@ class SimulatedWorker:
     seed: int
     truth: dict[str, AgentTruth] = field(default_factory=dict)
     mutations: Counter[Mutation] = field(default_factory=Counter)
+    seed_id: str = ""
     _repeats: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     def add_seed(self, session: Session) -> str:
@@ -54,6 +55,7 @@ class SimulatedWorker:
         logits = self.landscape.seed_logits()
         agent_id = synthetic_sha("seed", self.landscape.config.name, self.seed)
         self.truth[agent_id] = AgentTruth(logits, true_score(logits))
+        self.seed_id = agent_id
         session.add(
             Agent(
                 id=agent_id,

@@ -35,6 +35,8 @@ def test_the_budget_is_spent_exactly_and_counted_from_the_database() -> None:
     answered = sum(result.mutations.values())
     assert result.steps - PRESETS["hgm"].parallelism <= answered <= result.steps
     assert 0.0 < result.final.picked <= result.final.best <= 1.0
+    # Until anything is admitted the run's pick is its seed.
+    assert all(s.picked == result.seed_score for s in result.samples if s.evaluations < 10)
 
 
 def test_the_seed_scores_what_the_landscape_says() -> None:
