@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from cli import agents, bench, doctor, local, maintenance, runs, seeds
+from cli import agents, bench, doctor, local, maintenance, runs, seeds, sim
 from cli.context import CliContext, resolve_token
 from contracts.settings import Settings
 
@@ -24,6 +24,7 @@ app.add_typer(local.db_app, name="db", help="Database maintenance.")
 local.register(app)
 maintenance.register(app)
 app.command("doctor")(doctor.doctor)
+app.command("sim")(sim.sim)
 
 
 @app.callback()

@@ -67,8 +67,8 @@ def grant(
         usd_reserved=usd,
         tokens_reserved=tokens,
     )
+    # No flush here: the next query flushes it (autoflush), and a tick's leases go in one batch.
     session.add(lease)
-    session.flush()
     return lease
 
 

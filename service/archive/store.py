@@ -284,6 +284,36 @@ def attach_child(
     return agent
 
 
+def record_child(
+    session: Session,
+    *,
+    step_id: str,
+    child_id: str,
+    tree_id: str,
+    manifest: dict[str, object],
+    diagnosis: str | None = None,
+    rejection: str | None = None,
+    usage: list[UsageRecord] | None = None,
+) -> tuple[Agent, bool]:
+    """The database half of a step's child whose commit `child_id` exists already, for a caller
+    without git (the simulator, `clade sim`, with synthetic ids): (the agent, False) if the step
+    had its child already. The caller commits."""
+    step = _get_step(session, step_id, lock=True)
+    if step.child_id is not None:
+        return _get_agent(session, step.child_id), False
+    agent = attach_child(
+        session,
+        step,
+        sha=child_id,
+        tree=tree_id,
+        manifest=manifest,
+        rejection=rejection,
+        diagnosis=diagnosis,
+        usage=usage,
+    )
+    return agent, True
+
+
 def changed_files(patch: str, limit: int = 20) -> list[str]:
     """The paths a unified diff changes (at most `limit`), from its `+++ b/` lines, or `--- a/`
     for a deleted file."""

@@ -1,0 +1,241 @@
+"""One simulated run, start to end: the real run driver over an in-memory SQLite database,
+answered by the simulated worker, until its evaluation budget is spent.
+
+The run is created as the API creates one (`service.runs.create_run`, from a `RunConfig`);
+each tick is the driver's own `drive(session, run, outbox)` in one transaction, then the
+worker answers the outbox's jobs in another, as results arriving from workers would be. The
+evaluation budget is exact: once the results recorded reach it, no further result is
+recorded and the run is cancelled. After every tick the runner notes the evaluations done,
+the true score of the agent the run would pick as its best, and the best true score in its
+archive.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sqlalchemy import create_engine, event, func, select
+from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import StaticPool
+
+from contracts.config import RunConfig
+from service.db.models import Base, Evaluation, Run, RunAgent, Step
+from service.driver.loop import Outbox, drive
+from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus
+from service.runs import change_state, create_run
+from service.simulation.landscape import Landscape, LandscapeConfig, Mutation
+from service.simulation.presets import Preset
+from service.simulation.worker import SimulatedWorker
+
+MAX_IDLE_TICKS = 50  # ticks in a row with no job and no change: the run is stuck (a bug)
+
+
+class SimulationStuckError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Sample:
+    evaluations: int
+    steps: int
+    picked: float  # true score of the agent the run would pick now
+    best: float  # best true score among its admitted agents
+
+
+@dataclass
+class SimResult:
+    preset: str
+    landscape: str
+    seed: int
+    budget: int
+    seed_score: float
+    samples: list[Sample] = field(default_factory=list)
+    evaluations: int = 0  # results the worker answered
+    done_in_database: int = 0  # done evaluations the database holds at the end
+    # Done evaluations of agents whose code (tree) equals an earlier agent's in the run: what
+    # reusing results of identical code would have saved.
+    reused: int = 0  # evaluations copied from identical code instead of run (free)
+    steps: int = 0
+    mutations: dict[str, int] = field(default_factory=dict)
+    ticks: int = 0
+    seconds: float = 0.0
+
+    def at(self, evaluations: int) -> Sample:
+        """The last sample taken with at most `evaluations` done (the seed's before any)."""
+        chosen = Sample(0, 0, self.seed_score, self.seed_score)
+        for sample in self.samples:
+            if sample.evaluations > evaluations:
+                break
+            chosen = sample
+        return chosen
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SimResult:
+        samples = [Sample(**sample) for sample in data.pop("samples")]
+        return cls(**data, samples=samples)
+
+    @property
+    def final(self) -> Sample:
+        return self.samples[-1] if self.samples else Sample(0, 0, self.seed_score, self.seed_score)
+
+
+def memory_sessions() -> sessionmaker[Session]:
+    """A private in-memory SQLite database with the archive's schema (foreign keys enforced)."""
+    engine = create_engine("sqlite://", poolclass=StaticPool, connect_args={"check_same_thread": False})
+
+    def _foreign_keys(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.execute("PRAGMA foreign_keys=ON")
+
+    event.listen(engine, "connect", _foreign_keys)
+    Base.metadata.create_all(engine)
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+def stage_tasks(landscape: Landscape, preset: Preset, seed: int) -> list[list[str]]:
+    """Each stage's tasks, drawn from the pool without overlap (the same for every preset of a seed
+    whose stages have the same sizes)."""
+    needed = sum(stage.size for stage in preset.stages)
+    pool = landscape.task_ids
+    if needed > len(pool):
+        raise ValueError(f"preset {preset.name} needs {needed} tasks; the pool has {len(pool)}")
+    order = random.Random(f"stages:{seed}").sample(pool, len(pool))
+    stages, start = [], 0
+    for stage in preset.stages:
+        stages.append(order[start : start + stage.size])
+        start += stage.size
+    return stages
+
+
+def run_config(preset: Preset, seed_agent: str, stages: list[list[str]], seed: int) -> RunConfig:
+    return RunConfig.model_validate(
+        {
+            "name": f"sim:{preset.name}:{seed}",
+            "seed_agent": seed_agent,
+            "stages": [
+                {"tasks": tasks, "threshold": stage.threshold, **stage.options}
+                for tasks, stage in zip(stages, preset.stages, strict=True)
+            ],
+            "selection": {"strategy": preset.strategy, "params": preset.params},
+            "budget": {"max_children": 1_000_000},
+            "parallelism": preset.parallelism,
+            "rng_seed": seed,
+        }
+    )
+
+
+def simulate(preset: Preset, landscape_config: LandscapeConfig, seed: int, budget: int) -> SimResult:
+    """Run `preset` on a landscape drawn with `seed` until `budget` evaluations are recorded."""
+    started = time.perf_counter()
+    landscape = Landscape(landscape_config, seed)
+    worker = SimulatedWorker(landscape, seed)
+    sessions = memory_sessions()
+    with sessions.begin() as session:
+        seed_agent = worker.add_seed(session)
+        session.flush()
+        stages = stage_tasks(landscape, preset, seed)
+        config = run_config(preset, seed_agent, stages, seed)
+        run_id = create_run(session, config=config, stage_tasks=stages).id
+    result = SimResult(
+        preset=preset.name,
+        landscape=landscape_config.name,
+        seed=seed,
+        budget=budget,
+        seed_score=worker.truth[seed_agent].score,
+    )
+    watcher = _Watcher(run_id, worker)
+    idle = 0
+    while result.evaluations < budget:
+        outbox = Outbox()
+        with sessions.begin() as session:
+            run = session.get(Run, run_id)
+            if run is None or run.status != RunStatus.RUNNING:
+                break
+            drive(session, run, outbox)
+        result.ticks += 1
+        with sessions.begin() as session:
+            for improve in outbox.improve:
+                worker.improve(session, improve)
+            # Results of distinct evaluations read nothing the others write: one flush for them all.
+            with session.no_autoflush:
+                for evaluate in outbox.evaluate[: budget - result.evaluations]:
+                    worker.evaluate(session, evaluate)
+                    result.evaluations += 1
+        with sessions() as session:
+            changed = watcher.observe(session, result)
+        idle = 0 if (outbox.improve or outbox.evaluate or changed) else idle + 1
+        if idle > MAX_IDLE_TICKS:
+            raise SimulationStuckError(f"{preset.name} seed {seed}: no job for {idle} ticks")
+    with sessions.begin() as session:
+        run = session.get(Run, run_id)
+        if run is not None and run.status == RunStatus.RUNNING:
+            change_state(session, run_id=run_id, action="cancel")
+    with sessions() as session:
+        watcher.observe(session, result, force=True)
+        done = session.execute(
+            select(Evaluation.reused_from.is_(None), func.count())
+            .where(Evaluation.run_id == run_id, Evaluation.status == EvaluationStatus.DONE)
+            .group_by(Evaluation.reused_from.is_(None))
+        ).all()
+        counts = {bool(ran): int(n) for ran, n in done}
+        # The budget counts evaluations run; copies of identical code's results cost nothing.
+        result.done_in_database, result.reused = counts.get(True, 0), counts.get(False, 0)
+    result.mutations = {kind.value: worker.mutations[kind] for kind in Mutation}
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+class _Watcher:
+    """Notes a sample whenever the admitted agents or the evaluations done change."""
+
+    def __init__(self, run_id: str, worker: SimulatedWorker) -> None:
+        self.run_id = run_id
+        self.worker = worker
+        self.admitted = -1
+        self.evaluations = -1
+        # Until the seed is scored it is the run's only agent, so the one it would pick.
+        self.picked = self.best = worker.truth[worker.seed_id].score
+
+    def observe(self, session: Session, result: SimResult, *, force: bool = False) -> bool:
+        admitted = (
+            session.scalar(
+                select(func.count())
+                .select_from(RunAgent)
+                .where(RunAgent.run_id == self.run_id, RunAgent.status == MemberStatus.ADMITTED)
+            )
+            or 0
+        )
+        if admitted == self.admitted and result.evaluations == self.evaluations and not force:
+            return False
+        if admitted != self.admitted or force:
+            self.admitted = admitted
+            self._rescore(session)
+        self.evaluations = result.evaluations
+        result.steps = (
+            session.scalar(select(func.count()).select_from(Step).where(Step.run_id == self.run_id)) or 0
+        )
+        result.samples.append(Sample(result.evaluations, result.steps, self.picked, self.best))
+        return True
+
+    def _rescore(self, session: Session) -> None:
+        members = session.execute(
+            select(RunAgent.agent_id, RunAgent.resolved, RunAgent.attempted, RunAgent.step_number).where(
+                RunAgent.run_id == self.run_id, RunAgent.status == MemberStatus.ADMITTED
+            )
+        ).all()
+        if not members:
+            return
+        truth = self.worker.truth
+
+        def merit(row: Any) -> tuple[float, int, int]:
+            # The highest resolved fraction; among equals the more evaluated, then the older.
+            resolved, attempted = row.resolved or 0, row.attempted or 0
+            return (resolved / attempted if attempted else 0.0, attempted, -(row.step_number or 0))
+
+        self.picked = truth[max(members, key=merit).agent_id].score
+        self.best = max(truth[row.agent_id].score for row in members)

@@ -1,0 +1,118 @@
+"""`clade sim`: the real driver against a simulated worker on a synthetic landscape."""
+
+from __future__ import annotations
+
+import random
+import statistics
+from dataclasses import replace
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from cli.main import app
+from service.simulation.landscape import LANDSCAPES, Landscape, LandscapeConfig, Mutation, true_score
+from service.simulation.presets import PRESETS
+from service.simulation.runner import simulate
+
+SMALL = replace(LANDSCAPES["default"], tasks=80)
+
+
+def test_a_seed_gives_the_same_run_every_time() -> None:
+    first = simulate(PRESETS["dgm"], SMALL, seed=3, budget=400)
+    again = simulate(PRESETS["dgm"], SMALL, seed=3, budget=400)
+    other = simulate(PRESETS["dgm"], SMALL, seed=4, budget=400)
+    assert first.samples == again.samples
+    assert first.mutations == again.mutations
+    assert first.samples != other.samples
+
+
+def test_the_budget_is_spent_exactly_and_counted_from_the_database() -> None:
+    result = simulate(PRESETS["hgm"], SMALL, seed=1, budget=350)
+    assert result.evaluations == result.done_in_database == 350
+    assert result.final.evaluations == 350
+    assert result.steps >= 350 // 60
+    # Every step opened was answered, but for those still in flight when the budget ran out.
+    answered = sum(result.mutations.values())
+    assert result.steps - PRESETS["hgm"].parallelism <= answered <= result.steps
+    assert 0.0 < result.final.picked <= result.final.best <= 1.0
+    # Until anything is admitted the run's pick is its seed.
+    assert all(s.picked == result.seed_score for s in result.samples if s.evaluations < 10)
+
+
+def test_the_seed_scores_what_the_landscape_says() -> None:
+    landscape = Landscape(LandscapeConfig(seed_score=0.3), seed=0)
+    assert abs(true_score(landscape.seed_logits()) - 0.3) < 1e-9
+
+
+def test_the_mutation_model_draws_what_its_parameters_say() -> None:
+    config = LandscapeConfig(noop=0.1, invalid=0.05, harmful=0.2, large_gain=0.05, harmful_mean=-0.6)
+    landscape = Landscape(config, seed=0)
+    rng = random.Random(7)
+    draws = [landscape.draw(rng) for _ in range(40_000)]
+    share = {kind: sum(d.kind is kind for d in draws) / len(draws) for kind in Mutation}
+    assert abs(share[Mutation.NOOP] - 0.10) < 0.01
+    assert abs(share[Mutation.INVALID] - 0.05) < 0.01
+    assert abs(share[Mutation.HARMFUL] - 0.20) < 0.01
+    assert abs(share[Mutation.LARGE_GAIN] - 0.05) < 0.01
+    assert abs(share[Mutation.SMALL] - 0.60) < 0.015
+    harmful = [d.shift for d in draws if d.kind is Mutation.HARMFUL]
+    large = [d.shift for d in draws if d.kind is Mutation.LARGE_GAIN]
+    small = [d.shift for d in draws if d.kind is Mutation.SMALL]
+    assert abs(statistics.fmean(harmful) - config.harmful_mean) < 0.02
+    assert abs(statistics.fmean(large) - config.large_mean) < 0.03
+    assert abs(statistics.pstdev(small) - config.small_sd) < 0.01
+    assert all(d.cluster is None for d in draws)
+
+
+def test_with_clusters_a_gain_lands_on_one_cluster_only() -> None:
+    landscape = Landscape(LANDSCAPES["clusters"], seed=0)
+    rng = random.Random(1)
+    parent = landscape.seed_logits()
+    gain = next(d for d in iter(lambda: landscape.draw(rng), None) if d.kind is Mutation.LARGE_GAIN)
+    assert gain.cluster is not None
+    child = landscape.mutate(parent, gain, rng)
+    moved = [c - p for c, p in zip(child, parent, strict=True)]
+    inside = [m for j, m in enumerate(moved) if landscape.cluster_of(j) == gain.cluster]
+    outside = [m for j, m in enumerate(moved) if landscape.cluster_of(j) != gain.cluster]
+    assert statistics.fmean(inside) > 1.0  # the shift times cluster_gain
+    assert abs(statistics.fmean(outside)) < 0.05  # jitter only
+    assert landscape.mutate(parent, replace(gain, kind=Mutation.NOOP), rng) is parent
+
+
+def test_the_command_writes_the_table_and_the_plots(tmp_path: Path) -> None:
+    out = tmp_path / "docs"
+    result = CliRunner().invoke(
+        app,
+        [
+            "sim",
+            "--seeds",
+            "2",
+            "--budget",
+            "300",
+            "--landscape",
+            "default",
+            "--preset",
+            "hgm",
+            "--out",
+            str(out),
+            "--jobs",
+            "1",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    text = (out / "simulation-results.md").read_text()
+    assert "SIMULATION" in text
+    assert "| dgm |" in text and "| hgm |" in text
+    assert "steps/minute" in text
+    assert (out / "simulation-default.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "[4/4] default" in result.output
+
+
+def test_code_equal_to_an_earlier_agent_reuses_its_results_for_free() -> None:
+    copies = simulate(PRESETS["best"], replace(SMALL, noop=0.5), seed=2, budget=400)
+    none = simulate(PRESETS["best"], replace(SMALL, noop=0.0), seed=2, budget=400)
+    assert copies.mutations["noop"] > 0
+    # The driver copied results of identical code (no job), and the budget counts only those run.
+    assert copies.reused > 0
+    assert copies.evaluations == copies.done_in_database == 400
+    assert none.reused == 0
