@@ -98,6 +98,9 @@ class BudgetConfig(StrictModel):
     """
 
     max_children: int = Field(default=10, ge=0, le=1_000_000)
+    # Task evaluations run (copies of identical code's results are free): no step opens once the
+    # evaluations sent, plus the held-out phase's, would pass it; steps in flight still finish.
+    max_evaluations: int | None = Field(default=None, gt=0)
     max_usd: float | None = Field(default=None, gt=0)
     max_tokens: int | None = Field(default=None, gt=0)
     max_wall_time_s: float | None = Field(default=None, gt=0)

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from contracts.config import BudgetConfig
 from contracts.jobs import Budget
 from service import leases
-from service.db.models import LLMUsage, Run, Step
+from service.db.models import Evaluation, LLMUsage, Run, Step
 from service.queries import usage_totals
 from service.runs import elapsed_seconds
 
@@ -35,12 +35,21 @@ class Spent:
     usd: float
     tokens: int
     seconds: float
+    evaluations: int = 0  # task evaluations sent or to be sent, not copies of earlier results
 
 
 def spent(session: Session, run: Run) -> Spent:
     usd, tokens = usage_totals(session, LLMUsage.run_id == run.id)
     steps = session.scalar(select(func.count()).select_from(Step).where(Step.run_id == run.id)) or 0
-    return Spent(steps=steps, usd=usd, tokens=tokens, seconds=elapsed_seconds(run))
+    evaluations = (
+        session.scalar(
+            select(func.count())
+            .select_from(Evaluation)
+            .where(Evaluation.run_id == run.id, Evaluation.reused_from.is_(None))
+        )
+        or 0
+    )
+    return Spent(steps=steps, usd=usd, tokens=tokens, seconds=elapsed_seconds(run), evaluations=evaluations)
 
 
 def hard_stop(budget: BudgetConfig, used: Spent) -> str | None:
@@ -54,8 +63,14 @@ def hard_stop(budget: BudgetConfig, used: Spent) -> str | None:
     return None
 
 
-def children_exhausted(budget: BudgetConfig, used: Spent) -> bool:
-    """All children have been attempted: no new steps, but those in flight finish."""
+def children_exhausted(budget: BudgetConfig, used: Spent, *, reserved_evaluations: int = 0) -> bool:
+    """All children have been attempted, or the evaluations sent plus `reserved_evaluations` (the
+    held-out phase's) reach `max_evaluations`: no new steps, but those in flight finish."""
+    if (
+        budget.max_evaluations is not None
+        and used.evaluations + reserved_evaluations >= budget.max_evaluations
+    ):
+        return True
     return used.steps >= budget.max_children
 
 

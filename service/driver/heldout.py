@@ -12,7 +12,7 @@ or diagnosis (they filter on purpose `selection`).
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from contracts.intervals import wilson
@@ -24,6 +24,21 @@ from service.queries import top_agents
 
 STARTED = "heldout_started"
 FINISHED = "heldout_finished"
+
+
+def reserve(session: Session, run: Run, plan: RunPlan) -> int:
+    """Held-out evaluations the run will still create: kept out of `budget.max_evaluations`, so
+    the steps stop in time for the held-out phase to be paid for."""
+    heldout = plan.heldout
+    if heldout is None or heldout.tasks is None:
+        return 0
+    planned = heldout.top_k * len(heldout.tasks) * plan.trials
+    created = session.scalar(
+        select(func.count())
+        .select_from(Evaluation)
+        .where(Evaluation.run_id == run.id, Evaluation.purpose == HELDOUT)
+    )
+    return max(0, planned - (created or 0))
 
 
 def finished(session: Session, run: Run, plan: RunPlan) -> bool:

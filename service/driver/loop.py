@@ -282,7 +282,8 @@ def drive(
     admit_agents(session, run, advance_agents(session, run, plan))
     search.after_admission(session, run, plan)
     epochs.move(session, run, plan, used.steps)
-    if not budget.children_exhausted(plan.budget, used):
+    reserved = heldout.reserve(session, run, plan) if plan.budget.max_evaluations is not None else 0
+    if not budget.children_exhausted(plan.budget, used, reserved_evaluations=reserved):
         open_steps(session, run, select_parents(session, run, plan, used), improver_mode=plan.improver.mode)
         search.after_opening(session, run, plan)
         if archive is not None:
@@ -293,7 +294,7 @@ def drive(
         and not epochs.rescoring(session, run)
         and heldout.finished(session, run, plan)  # the top agents scored on held-out tasks first
     ):
-        complete(session, run=run, reason=_completion_reason(plan))
+        complete(session, run=run, reason=_completion_reason(plan, used, reserved))
         return
     if archive is not None:
         outbox.refs += crossover.merge_pending(session, run, plan, archive)
@@ -467,7 +468,11 @@ def _lease_for(
     return lease
 
 
-def _completion_reason(plan: RunPlan) -> str:
+def _completion_reason(plan: RunPlan, used: budget.Spent, reserved: int) -> str:
+    limit = plan.budget.max_evaluations
+    if limit is not None and used.steps < plan.budget.max_children and plan.budget.max_children > 0:
+        held = f", {reserved} kept for the held-out phase" if reserved else ""
+        return f"budget: max_evaluations reached ({used.evaluations} of {limit}{held})"
     if plan.budget.max_children == 0:
         return "evaluation finished (an evaluation-only run)"
     return f"budget: max_children reached ({plan.budget.max_children})"

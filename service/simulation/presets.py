@@ -30,6 +30,16 @@ class Preset:
     strategy: str = "score_child_prop"
     params: dict[str, float] = field(default_factory=dict)
     parallelism: int = 2
+    # (tasks, top_k): the run stops opening steps in time to re-score its top_k agents on this
+    # many held-out tasks within the budget, and names its best by the held-out lower bound.
+    heldout: tuple[int, int] | None = None
+    # The share of the budget the run itself is given (its `budget.max_evaluations`; needs
+    # `heldout`): it ends there and spends nothing more, so its final pick counts from then on.
+    budget_share: float = 1.0
+
+    def margin(self) -> int:
+        """The most evaluations steps in flight can still send once no step opens."""
+        return self.parallelism * sum(stage.size for stage in self.stages)
 
     @property
     def available(self) -> bool:
@@ -44,7 +54,12 @@ class Preset:
             if stage.options:
                 text += "(" + ",".join(f"{k}={v}" for k, v in stage.options.items()) + ")"
             parts.append(text)
-        return " -> ".join(parts)
+        text = " -> ".join(parts)
+        if self.heldout is not None:
+            text += f", held-out {self.heldout[0]} (top {self.heldout[1]})"
+        if self.budget_share != 1.0:
+            text += f", {self.budget_share:.0%} of the budget"
+        return text
 
 
 DGM_STAGES = (SimStage(10, 0.4), SimStage(50))
@@ -69,21 +84,24 @@ PRESETS: dict[str, Preset] = {
         Preset("hgm-10", "HGM selection, one stage of 10 tasks (no threshold)", (SimStage(10),), "hgm"),
         Preset("islands", "DGM stages, 4 islands with migration every 10 steps", DGM_STAGES, "islands"),
         Preset(
-            "islands-lean",
-            "islands, a second stage of 20 tasks",
-            (SimStage(10, 0.4), SimStage(20)),
-            "islands",
-        ),
-        Preset(
             "map_elites", "DGM stages, MAP-Elites niches (3 clusters x 2 levels)", DGM_STAGES, "map_elites"
         ),
-        Preset(
-            "map_elites-lean",
-            "MAP-Elites, a second stage of 20 tasks",
-            (SimStage(10, 0.4), SimStage(20)),
-            "map_elites",
-        ),
         Preset("group", "DGM stages, group evolution in rounds of 2", DGM_STAGES, "group", {"group_size": 2}),
+        Preset(
+            "hgm-lean+heldout",
+            "hgm-lean, its best chosen on 50 held-out tasks (top 3)",
+            (SimStage(10, 0.4), SimStage(20)),
+            "hgm",
+            heldout=(50, 3),
+        ),
+        Preset(
+            "hgm-lean+heldout/2",
+            "hgm-lean+heldout given half the budget",
+            (SimStage(10, 0.4), SimStage(20)),
+            "hgm",
+            heldout=(50, 3),
+            budget_share=0.5,
+        ),
     )
 }
 

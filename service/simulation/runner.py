@@ -25,6 +25,7 @@ from contracts.config import RunConfig
 from service.db.models import Base, Evaluation, Run, RunAgent, Step
 from service.driver.loop import Outbox, drive
 from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus
+from service.queries import top_agents
 from service.runs import change_state, create_run
 from service.simulation.landscape import Landscape, LandscapeConfig, Mutation
 from service.simulation.presets import Preset
@@ -100,7 +101,7 @@ def memory_sessions() -> sessionmaker[Session]:
 def stage_tasks(landscape: Landscape, preset: Preset, seed: int) -> list[list[str]]:
     """Each stage's tasks, drawn from the pool without overlap (the same for every preset of a seed
     whose stages have the same sizes)."""
-    needed = sum(stage.size for stage in preset.stages)
+    needed = sum(stage.size for stage in preset.stages) + (preset.heldout[0] if preset.heldout else 0)
     pool = landscape.task_ids
     if needed > len(pool):
         raise ValueError(f"preset {preset.name} needs {needed} tasks; the pool has {len(pool)}")
@@ -109,20 +110,30 @@ def stage_tasks(landscape: Landscape, preset: Preset, seed: int) -> list[list[st
     for stage in preset.stages:
         stages.append(order[start : start + stage.size])
         start += stage.size
+    if preset.heldout is not None:  # the next tasks of the same order: never used by a stage
+        stages.append(order[start : start + preset.heldout[0]])
     return stages
 
 
-def run_config(preset: Preset, seed_agent: str, stages: list[list[str]], seed: int) -> RunConfig:
+def run_config(preset: Preset, seed_agent: str, stages: list[list[str]], seed: int, budget: int) -> RunConfig:
+    """The preset as a run configuration; `stages` ends with the held-out tasks if it has some."""
+    limits: dict[str, Any] = {"max_children": 1_000_000}
+    evaluation: dict[str, Any] = {}
+    if preset.heldout is not None:
+        evaluation["heldout"] = {"tasks": stages[-1], "top_k": preset.heldout[1]}
+        # Steps stop in time for the held-out phase and the steps in flight to fit the budget.
+        limits["max_evaluations"] = max(1, round(budget * preset.budget_share) - preset.margin())
     return RunConfig.model_validate(
         {
             "name": f"sim:{preset.name}:{seed}",
             "seed_agent": seed_agent,
             "stages": [
                 {"tasks": tasks, "threshold": stage.threshold, **stage.options}
-                for tasks, stage in zip(stages, preset.stages, strict=True)
+                for tasks, stage in zip(stages, preset.stages, strict=False)
             ],
             "selection": {"strategy": preset.strategy, "params": preset.params},
-            "budget": {"max_children": 1_000_000},
+            "budget": limits,
+            "evaluation": evaluation,
             "parallelism": preset.parallelism,
             "rng_seed": seed,
         }
@@ -139,8 +150,9 @@ def simulate(preset: Preset, landscape_config: LandscapeConfig, seed: int, budge
         seed_agent = worker.add_seed(session)
         session.flush()
         stages = stage_tasks(landscape, preset, seed)
-        config = run_config(preset, seed_agent, stages, seed)
-        run_id = create_run(session, config=config, stage_tasks=stages).id
+        config = run_config(preset, seed_agent, stages, seed, budget)
+        staged = stages[: len(preset.stages)]
+        run_id = create_run(session, config=config, stage_tasks=staged).id
     result = SimResult(
         preset=preset.name,
         landscape=landscape_config.name,
@@ -231,11 +243,9 @@ class _Watcher:
         if not members:
             return
         truth = self.worker.truth
-
-        def merit(row: Any) -> tuple[float, int, int]:
-            # The highest resolved fraction; among equals the more evaluated, then the older.
-            resolved, attempted = row.resolved or 0, row.attempted or 0
-            return (resolved / attempted if attempted else 0.0, attempted, -(row.step_number or 0))
-
-        self.picked = truth[max(members, key=merit).agent_id].score
+        # The agent the run names as its best, by the service's own rule (`clade run show`): the
+        # held-out lower bound where there is one, else the selection score.
+        named = top_agents(session, run_id=self.run_id, k=1)
+        if named:
+            self.picked = truth[named[0]].score
         self.best = max(truth[row.agent_id].score for row in members)
