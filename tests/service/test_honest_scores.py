@@ -289,3 +289,30 @@ def test_a_sampled_held_out_set_is_drawn_from_the_tasks_no_stage_uses_and_stored
     assert (heldout.sample, heldout.top_k) == (None, 3)  # stored as the tasks drawn
     again = plan_run(config, catalog=catalog, visibility_timeout_s=10**6).config.evaluation.heldout
     assert again is not None and again.tasks == heldout.tasks  # the run's rng_seed fixes the draw
+
+
+def test_max_evaluations_stops_the_steps_in_time_for_the_held_out_phase(any_world: World) -> None:
+    world = any_world
+    run_id = world.start(
+        stages=[{"tasks": T[:2]}],
+        budget={"max_children": 10, "max_evaluations": 6},
+        evaluation={"heldout": {"tasks": T[2:], "top_k": 1}},
+    )
+    answer_all(world, {T[0]})  # the seed: 2 evaluations run; with the held-out phase's 2, 4 of 6
+    world.driver.tick()
+    improve, _ = world.outbox.take()
+    assert len(improve) == 1
+    child = world.make_child(improve[0])
+    answer_all(world, {T[0], T[1]})  # the child's 2: 4 run + 2 kept for the held-out phase = 6
+    world.driver.tick()
+    improve, heldout = world.outbox.take()
+    assert improve == []  # no step opens: its evaluations would pass the budget
+    assert sorted((job.agent_id, job.task_id) for job in heldout) == [(child, task) for task in sorted(T[2:])]
+    for job in heldout:
+        world.answer(job, resolved=True)
+    world.driver.tick()
+    run = world.run(run_id)
+    assert (run.status, run.stop_reason) == ("completed", "budget: max_evaluations reached (6 of 6)")
+    with world.sessions() as session:
+        assert len(session.scalars(select(Evaluation).where(Evaluation.run_id == run_id)).all()) == 6
+        assert top_agents(session, run_id=run_id, k=1) == [child]
