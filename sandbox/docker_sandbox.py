@@ -33,7 +33,8 @@ KEEPER_SCRIPT = (
 )
 KEEPER_NAME = "clade-keeper"
 _FILE_ERROR_CAP = 64 * 1024
-_WRITE_SCRIPT = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
+_WRITE_SCRIPT = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1" && wc -c < "$1"'
+_WRITE_ATTEMPTS = 3
 
 
 class DockerSandbox:
@@ -86,15 +87,24 @@ class DockerSandbox:
 
     def write_file(self, path: str, data: bytes) -> None:
         # Through the container's own view (tmpfs, mounts) as the sandbox user: the
-        # engine's archive API cannot write to tmpfs or a read-only root.
-        raw = self._run(
-            ["sh", "-c", _WRITE_SCRIPT, "clade-write", path],
-            timeout_s=self._file_timeout_s,
-            output_cap_bytes=_FILE_ERROR_CAP,
-            stdin=data,
+        # engine's archive API cannot write to tmpfs or a read-only root. The script reports
+        # the size it wrote: an engine under load can lose an exec's stdin (cat sees an empty
+        # stream and succeeds), so a short write is tried again rather than taken as done.
+        for _ in range(_WRITE_ATTEMPTS):
+            raw = self._run(
+                ["sh", "-c", _WRITE_SCRIPT, "clade-write", path],
+                timeout_s=self._file_timeout_s,
+                output_cap_bytes=_FILE_ERROR_CAP,
+                stdin=data,
+            )
+            if raw.exit_code != 0 or raw.timed_out:
+                raise SandboxFileError(f"cannot write {path}: {_why(raw)}")
+            written = raw.stdout.decode(errors="replace").strip()
+            if written == str(len(data)):
+                return
+        raise SandboxFileError(
+            f"cannot write {path}: {written or 'no'} bytes arrived of {len(data)} in {_WRITE_ATTEMPTS} tries"
         )
-        if raw.exit_code != 0 or raw.timed_out:
-            raise SandboxFileError(f"cannot write {path}: {_why(raw)}")
 
     def read_file(self, path: str, *, max_bytes: int = 10_000_000) -> bytes:
         raw = self._run(
