@@ -152,7 +152,8 @@ def test_worker_killed_mid_task_completes_the_step_once(cluster_factory: Callabl
     with Session(engine) as session:
         step = session.scalars(select(Step)).one()
         children = session.scalars(select(Agent).where(Agent.parent_id == seed)).all()
-    assert step.status == "admitted" and step.child_id is not None, (step.status, step.reason, cluster.worker_logs())
+    why = (step.status, step.reason, cluster.worker_logs())
+    assert step.status == "admitted" and step.child_id is not None, why
     assert [child.id for child in children] == [step.child_id]
     crashed = {"label": f"{OWNER_LABEL}={cluster.owner('crash')}"}
     assert engine_docker.containers.list(all=True, filters=crashed) == []
