@@ -35,6 +35,7 @@ KEEPER_NAME = "clade-keeper"
 _FILE_ERROR_CAP = 64 * 1024
 _WRITE_SCRIPT = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1" && wc -c < "$1"'
 _WRITE_ATTEMPTS = 3
+_ACK_WAIT_S = 2.0  # the longest a kill waits for the keeper to say its sweep is over
 
 
 class DockerSandbox:
@@ -180,7 +181,9 @@ class DockerSandbox:
             # SIGCONT first, in case the agent stopped the keeper.
             self._client.api.kill(self._id, signal="SIGCONT")
             self._client.api.kill(self._id, signal="SIGUSR1")
-            give_up = time.monotonic() + self._kill_grace_s
+            # A sweep takes milliseconds; the bound keeps a keeper that cannot answer (starved of
+            # pids or CPU) from using up the caller's whole kill grace: it signals again.
+            give_up = time.monotonic() + min(_ACK_WAIT_S, self._kill_grace_s / 2)
             while before is not None and time.monotonic() < give_up:
                 after = self._keeper_sweeps()
                 if after is None or after > before:

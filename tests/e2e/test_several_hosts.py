@@ -17,6 +17,7 @@ from benchmarks.registry import get_benchmark
 from sandbox.base import OWNER_LABEL, ROLE_LABEL
 from sandbox.liveness import HOST_LABEL, PID_LABEL
 from tests.e2e.conftest import SEED_AGENT
+from tests.e2e.docker_events import ContainerCreations
 from tests.e2e.netns import SUBNET, NetnsCluster, namespace_inode, netns_cluster
 from tests.helpers import tar_of
 from worker.curriculum import Curriculum, build_script
@@ -37,8 +38,8 @@ def run_state(cluster: NetnsCluster, run_id: str) -> dict[str, Any]:
     return dict(cluster.request("GET", f"/api/runs/{run_id}", token=None).json())
 
 
-def test_a_run_spreads_over_two_worker_hosts(cluster: NetnsCluster, docker_client: Any) -> None:
-    began = int(time.time()) - 1
+def run_on_two_hosts(cluster: NetnsCluster) -> dict[str, Any]:
+    """A run with parallelism 4 on the hub, until it ends; its last state."""
     seed = cluster.request("POST", "/api/seeds", files={"file": ("seed.tgz", tar_of(SEED_AGENT))})
     assert seed.status_code == 201, seed.text
     config = {
@@ -64,6 +65,12 @@ def test_a_run_spreads_over_two_worker_hosts(cluster: NetnsCluster, docker_clien
     while (state := run_state(cluster, run_id))["status"] not in ("completed", "failed", "cancelled"):
         assert time.monotonic() < deadline, f"the run did not finish in time\n{cluster.logs()}"
         time.sleep(0.5)
+    return state
+
+
+def test_a_run_spreads_over_two_worker_hosts(cluster: NetnsCluster, docker_client: Any) -> None:
+    with ContainerCreations(docker_client, f"{ROLE_LABEL}=sandbox") as creations:
+        state = run_on_two_hosts(cluster)
     assert state["status"] == "completed", f"{state}\n{cluster.logs()}"
     assert state["stop_reason"] == "budget: max_children reached (4)"
 
@@ -73,15 +80,7 @@ def test_a_run_spreads_over_two_worker_hosts(cluster: NetnsCluster, docker_clien
 
     # Every sandbox of the run: made by a process of the host whose owner label it carries.
     by_owner = {host.owner: host for host in cluster.workers}
-    events = docker_client.events(
-        since=began,
-        until=int(time.time()) + 1,
-        decode=True,
-        filters={"type": "container", "event": "create", "label": f"{ROLE_LABEL}=sandbox"},
-    )
-    labels = [
-        e["Actor"]["Attributes"] for e in events if e["Actor"]["Attributes"].get(OWNER_LABEL) in by_owner
-    ]
+    labels = [found for found in creations.seen() if found.get(OWNER_LABEL) in by_owner]
     assert {found[OWNER_LABEL] for found in labels} == set(by_owner), f"{labels}\n{cluster.logs()}"
     for found in labels:
         host = by_owner[found[OWNER_LABEL]]
