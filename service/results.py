@@ -38,24 +38,24 @@ def record_evaluation(
         evaluation_id=evaluation.id,
     )
     leases.settle(session, usage=submission.usage, evaluation_id=evaluation.id)
-    session.add(
-        Event(
-            run_id=evaluation.run_id,
-            kind="evaluation_done",
-            payload={
-                "evaluation_id": evaluation.id,
-                "agent_id": evaluation.agent_id,
-                "task_id": evaluation.task_id,
-                "resolved": result.resolved,
-                **(
-                    {"infrastructure_failure": result.infrastructure_failure}
-                    if result.infrastructure_failure
-                    else {}
-                ),
-            },
-        )
-    )
+    extra = {"infrastructure_failure": result.infrastructure_failure} if result.infrastructure_failure else {}
+    session.add(evaluation_done(evaluation, **extra))
     return evaluation
+
+
+def evaluation_done(evaluation: Evaluation, **extra: object) -> Event:
+    """The `evaluation_done` event of a finished evaluation, with `extra` payload fields."""
+    return Event(
+        run_id=evaluation.run_id,
+        kind="evaluation_done",
+        payload={
+            "evaluation_id": evaluation.id,
+            "agent_id": evaluation.agent_id,
+            "task_id": evaluation.task_id,
+            "resolved": evaluation.resolved,
+        }
+        | extra,
+    )
 
 
 def give_up_evaluation(session: Session, evaluation: Evaluation, *, reason: str) -> None:

@@ -27,9 +27,10 @@ from sqlalchemy.orm import Session
 
 from contracts.config import JudgeConfig, RunConfig
 from service import lifecycle
-from service.db.models import Agent, Evaluation, Event, Run, RunAgent
+from service.db.models import Agent, Evaluation, Run, RunAgent
 from service.driver.plan import RunPlan
 from service.lifecycle import EvaluationStatus
+from service.results import evaluation_done
 from service.runs import new_id
 
 Slot = tuple[str, int]  # (task id, trial)
@@ -142,19 +143,7 @@ def _copy(session: Session, source: Evaluation, evaluation: Evaluation) -> None:
     evaluation.reused_from = source.reused_from or source.id  # the measurement itself, not a copy of it
     evaluation.finished_at = datetime.now(UTC)
     # Tokens and cost stay 0: nothing was spent on this row (the original holds the usage).
-    session.add(
-        Event(
-            run_id=evaluation.run_id,
-            kind="evaluation_done",
-            payload={
-                "evaluation_id": evaluation.id,
-                "agent_id": evaluation.agent_id,
-                "task_id": evaluation.task_id,
-                "resolved": evaluation.resolved,
-                "reused_from": evaluation.reused_from,
-            },
-        )
-    )
+    session.add(evaluation_done(evaluation, reused_from=evaluation.reused_from))
 
 
 def _source(session: Session, run: Run, key: str, *, archive: bool) -> Evaluation | None:
