@@ -14,36 +14,61 @@ import httpx
 from sqlalchemy import create_engine, func, select
 from sqlalchemy.orm import Session
 
+from service import job_secrets
 from service.db.models import Agent, Evaluation, LLMUsage, Run, RunAgent, Step
 from service.steps import open_step
-from tests.servers import ServiceClients
+from tests.servers import JOB_SECRET, ServiceClients
 
 
-def open_step_in(database_url: str, *, run_id: str, parent_id: str) -> str:
-    """Open a step the way the driver does (the driver itself comes with the evolution loop)."""
+def dispatched(item: Step | Evaluation, secret: str = JOB_SECRET) -> None:
+    """Mark `item` sent to a worker with `secret`, as the driver's dispatch does (caller commits)."""
+    item.job_secret_hash = job_secrets.digest(secret)
+
+
+def dispatch_in(database_url: str, model: type[Step] | type[Evaluation], item_id: str, secret: str) -> None:
+    engine = create_engine(database_url)
+    with Session(engine) as session:
+        item = session.get(model, item_id)
+        assert item is not None, f"{model.__tablename__} {item_id} not found"
+        dispatched(item, secret)
+        session.commit()
+    engine.dispose()
+
+
+def open_step_in(
+    database_url: str, *, run_id: str, parent_id: str, secret: str | None = JOB_SECRET
+) -> str:
+    """Open a step the way the driver does (the driver itself comes with the evolution loop), and
+    dispatch it with `secret` (None: not dispatched yet)."""
     engine = create_engine(database_url)
     with Session(engine) as session:
         step = open_step(session, run_id=run_id, parent_id=parent_id)
+        if secret is not None:
+            dispatched(step, secret)
         session.commit()
         step_id = step.id
     engine.dispose()
     return step_id
 
 
-def add_evaluation(database_url: str, *, run_id: str, agent_id: str, evaluation_id: str) -> None:
-    """A pending evaluation, as the driver leaves one for a worker to answer."""
+def add_evaluation(
+    database_url: str, *, run_id: str, agent_id: str, evaluation_id: str, secret: str | None = JOB_SECRET
+) -> None:
+    """A pending evaluation, as the driver leaves one for a worker to answer, dispatched with
+    `secret` (None: not dispatched yet)."""
     engine = create_engine(database_url)
     with Session(engine) as session:
-        session.add(
-            Evaluation(
-                id=evaluation_id,
-                run_id=run_id,
-                agent_id=agent_id,
-                task_id="clade-mini__textkit-1",
-                stage=0,
-                status="pending",
-            )
+        evaluation = Evaluation(
+            id=evaluation_id,
+            run_id=run_id,
+            agent_id=agent_id,
+            task_id="clade-mini__textkit-1",
+            stage=0,
+            status="pending",
         )
+        if secret is not None:
+            dispatched(evaluation, secret)
+        session.add(evaluation)
         session.commit()
     engine.dispose()
 
