@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import struct
 import subprocess
 import tarfile
@@ -35,9 +37,26 @@ def dispatch_in(database_url: str, model: type[Step] | type[Evaluation], item_id
     engine.dispose()
 
 
-def open_step_in(
-    database_url: str, *, run_id: str, parent_id: str, secret: str | None = JOB_SECRET
-) -> str:
+def sent_job(data_dir: Path, task_id: str) -> dict[str, Any] | None:
+    """The job of the last message queued under Celery task id `task_id` (`evaluate-<id>`,
+    `improve-<id>`) in the service's file broker, as a worker receives it; None while there is none."""
+    found: dict[str, Any] | None = None
+    for path in sorted((data_dir / "broker" / "queue").glob("*.msg")):
+        try:
+            message = json.loads(path.read_text())
+        except (OSError, ValueError):  # claimed or still being written
+            continue
+        if message.get("headers", {}).get("id") != task_id:
+            continue
+        body = message["body"]
+        if message.get("properties", {}).get("body_encoding") == "base64":
+            body = base64.b64decode(body)
+        _args, kwargs, _embed = json.loads(body)
+        found = kwargs["job"]
+    return found
+
+
+def open_step_in(database_url: str, *, run_id: str, parent_id: str, secret: str | None = JOB_SECRET) -> str:
     """Open a step the way the driver does (the driver itself comes with the evolution loop), and
     dispatch it with `secret` (None: not dispatched yet)."""
     engine = create_engine(database_url)
@@ -52,7 +71,13 @@ def open_step_in(
 
 
 def add_evaluation(
-    database_url: str, *, run_id: str, agent_id: str, evaluation_id: str, secret: str | None = JOB_SECRET
+    database_url: str,
+    *,
+    run_id: str,
+    agent_id: str,
+    evaluation_id: str,
+    secret: str | None = JOB_SECRET,
+    task_id: str = "clade-mini__textkit-1",
 ) -> None:
     """A pending evaluation, as the driver leaves one for a worker to answer, dispatched with
     `secret` (None: not dispatched yet)."""
@@ -62,7 +87,7 @@ def add_evaluation(
             id=evaluation_id,
             run_id=run_id,
             agent_id=agent_id,
-            task_id="clade-mini__textkit-1",
+            task_id=task_id,
             stage=0,
             status="pending",
         )

@@ -87,7 +87,7 @@ def step_merge(step_id: str, session: SessionDep, archive: ArchiveDep) -> Respon
 
 
 @router.get("/steps/{step_id}/status", responses=error_responses(403, 409))
-def step_status(step_id: str, secret: JobSecret, session: SessionDep) -> JobStatus:
+def step_status(step_id: str, session: SessionDep, secret: JobSecret = None) -> JobStatus:
     """Whether the step still wants a child: asked by a worker before it runs the job."""
     step = _job(session, Step, step_id, secret)
     return JobStatus(
@@ -100,7 +100,7 @@ def step_status(step_id: str, secret: JobSecret, session: SessionDep) -> JobStat
 
 
 @router.get("/evaluations/{evaluation_id}/status", responses=error_responses(403, 409))
-def evaluation_status(evaluation_id: str, secret: JobSecret, session: SessionDep) -> JobStatus:
+def evaluation_status(evaluation_id: str, session: SessionDep, secret: JobSecret = None) -> JobStatus:
     """Whether the evaluation still wants a result: asked by a worker before it runs the job."""
     evaluation = _job(session, Evaluation, evaluation_id, secret)
     return JobStatus(
@@ -115,10 +115,10 @@ def evaluation_status(evaluation_id: str, secret: JobSecret, session: SessionDep
 def submit_child(
     step_id: str,
     body: ChildSubmission,
-    secret: JobSecret,
     worker: WorkerDep,
     session: SessionDep,
     archive: ArchiveDep,
+    secret: JobSecret = None,
 ) -> AgentPublic:
     """Create the step's child from a unified diff against its parent; idempotent by step id."""
     with log_ids(step_id=step_id):
@@ -138,7 +138,7 @@ def submit_child(
 
 @router.post("/steps/{step_id}/reject", responses=error_responses(403, 409, 413, 507))
 def submit_step_rejection(
-    step_id: str, body: StepFailure, secret: JobSecret, worker: WorkerDep, session: SessionDep
+    step_id: str, body: StepFailure, worker: WorkerDep, session: SessionDep, secret: JobSecret = None
 ) -> JobStatus:
     """Record that the step ended without a child, with the reason; idempotent by step id."""
     with log_ids(step_id=step_id):
@@ -166,9 +166,9 @@ def submit_step_rejection(
 def submit_result(
     evaluation_id: str,
     body: EvaluationSubmission,
-    secret: JobSecret,
     worker: WorkerDep,
     session: SessionDep,
+    secret: JobSecret = None,
 ) -> EvaluationPublic:
     with log_ids(evaluation_id=evaluation_id):
         _job(session, Evaluation, evaluation_id, secret)

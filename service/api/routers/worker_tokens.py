@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
 
 from fastapi import APIRouter, status
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from contracts.text import StorableStr
 from service import worker_tokens
@@ -22,13 +21,21 @@ router = APIRouter(
     route_class=CheckedRoute,
     responses=error_responses(401, 422),
 )
-TokenName = Annotated[StorableStr, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 
 
 class WorkerTokenRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: TokenName = Field(description="Who holds it, e.g. the worker machine's host name")
+    name: StorableStr = Field(
+        min_length=1, max_length=200, description="Who holds it, e.g. the worker machine's host name"
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _not_blank(cls, name: str) -> str:
+        if not name.strip():
+            raise ValueError("a worker token needs a name that is not blank")
+        return name.strip()
 
 
 class WorkerTokenPublic(BaseModel):
@@ -55,7 +62,7 @@ def _public(row: WorkerToken) -> WorkerTokenPublic:
     )
 
 
-@router.post("", status_code=status.HTTP_201_CREATED)
+@router.post("", status_code=status.HTTP_201_CREATED, responses=error_responses(413, 507))
 def issue_worker_token(body: WorkerTokenRequest, session: SessionDep) -> IssuedWorkerToken:
     """A new worker token; the answer is the only place the token itself appears."""
     row, token = worker_tokens.issue(session, name=body.name)
