@@ -5,6 +5,7 @@ the moment they are revoked, and backups keep only their hashes."""
 from __future__ import annotations
 
 import gzip
+import json
 import secrets
 import tarfile
 from pathlib import Path
@@ -14,7 +15,7 @@ import httpx
 
 from service.archive.backup import create_backup, restore_backup
 from service.db.models import Evaluation, Step
-from tests.servers import AppService, app_service, free_port, service_env
+from tests.servers import AppService, ServiceProcess, app_service, free_port, service_env
 from tests.service.helpers import (
     add_evaluation,
     agent_ids,
@@ -24,6 +25,7 @@ from tests.service.helpers import (
     row_counts,
     start_run,
 )
+from tests.service.test_cli import clade
 
 A, B, C = "clade-mini__textkit-1", "clade-mini__spanlib-1", "clade-mini__ledger-1"
 RESULT = {"result": {"resolved": True, "grade_reason": "resolved"}, "usage": []}
@@ -196,3 +198,27 @@ def test_a_step_rejection_and_an_evaluation_need_the_dispatch_they_answer(
     dispatch_in(url, Evaluation, "e-theirs", mine)  # sent again, now with the same secret as e-mine
     with worker(service, service.secrets["worker_token"], mine) as client:
         assert client.post("/api/worker/evaluations/e-theirs/result", json=RESULT).status_code == 200
+
+
+def test_the_worker_token_commands(live_service: ServiceProcess, tmp_path: Path) -> None:
+    url, data = live_service.url, live_service.data_dir
+    created = clade(url, data, "worker-token", "create", "gpu-box-1")
+    assert created.returncode == 0, created.stderr
+    assert "gpu-box-1" in created.stdout and "it is not shown again" in created.stdout
+    issued = json.loads(clade(url, data, "--json", "worker-token", "create", "gpu-box-2").stdout)
+    token = created.stdout.splitlines()[1].strip()  # under the line naming it, alone
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as box:
+        assert box.get("/api/worker/steps/none/status").status_code == 404  # a worker's token
+
+    table = clade(url, data, "worker-token", "list")
+    assert table.returncode == 0 and "gpu-box-1" in table.stdout and issued["id"] in table.stdout
+    assert token not in table.stdout and issued["token"] not in table.stdout
+    listed = json.loads(clade(url, data, "--json", "worker-token", "list").stdout)
+    first = next(t for t in listed if t["name"] == "gpu-box-1")
+
+    revoked = clade(url, data, "worker-token", "revoke", first["id"])
+    assert revoked.returncode == 0 and "revoked" in revoked.stdout, revoked.stderr
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as box:
+        assert box.get("/api/worker/steps/none/status").status_code == 401
+    unknown = clade(url, data, "worker-token", "revoke", "nope")
+    assert unknown.returncode == 1 and "404" in unknown.stderr and "nope" in unknown.stderr

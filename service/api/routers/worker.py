@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from fastapi import APIRouter, Header, Response
 from fastapi.responses import StreamingResponse
@@ -33,6 +33,7 @@ router = APIRouter(
     route_class=CheckedRoute,
     responses=error_responses(401, 404, 422),
 )
+Answered = TypeVar("Answered", Step, Evaluation)
 JobSecret = Annotated[
     str | None, Header(alias=JOB_SECRET_HEADER, description="The secret the job's message carries")
 ]
@@ -49,9 +50,7 @@ class JobStatus(BaseModel):
     worker_name: str | None = None  # who answered it, once answered
 
 
-def _job(
-    session: Session, model: type[Step] | type[Evaluation], item_id: str, secret: str | None
-) -> Step | Evaluation:
+def _job(session: Session, model: type[Answered], item_id: str, secret: str | None) -> Answered:
     """The step or evaluation, locked, once the request shows its job's secret (403/409 otherwise)."""
     item = session.get(model, item_id, with_for_update=True)
     if item is None:
