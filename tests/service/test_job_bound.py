@@ -8,14 +8,29 @@ import gzip
 import json
 import secrets
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from sqlalchemy.orm import sessionmaker
 
+from contracts.errors import ConflictError
+from service import job_secrets, worker_tokens
 from service.archive.backup import create_backup, restore_backup
+from service.db.migrate import alembic_config, upgrade
 from service.db.models import Evaluation, Step
-from tests.servers import AppService, ServiceProcess, app_service, free_port, service_env
+from tests.servers import (
+    AppService,
+    ServiceProcess,
+    app_service,
+    free_port,
+    fresh_postgres_database,
+    service_env,
+)
 from tests.service.helpers import (
     add_evaluation,
     agent_ids,
@@ -26,6 +41,7 @@ from tests.service.helpers import (
     start_run,
 )
 from tests.service.test_cli import clade
+from tests.service.test_migrations import _legacy_rows
 
 A, B, C = "clade-mini__textkit-1", "clade-mini__spanlib-1", "clade-mini__ledger-1"
 RESULT = {"result": {"resolved": True, "grade_reason": "resolved"}, "usage": []}
@@ -222,3 +238,43 @@ def test_the_worker_token_commands(live_service: ServiceProcess, tmp_path: Path)
         assert box.get("/api/worker/steps/none/status").status_code == 401
     unknown = clade(url, data, "worker-token", "revoke", "nope")
     assert unknown.returncode == 1 and "404" in unknown.stderr and "nope" in unknown.stderr
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def blank_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database with no schema yet, so the test stops its migrations where it wants."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'clade.db'}"
+    else:
+        with fresh_postgres_database() as url:
+            yield url
+
+
+def test_a_database_from_before_0005_takes_tokens_and_its_old_jobs_take_no_answer(
+    blank_database: str,
+) -> None:
+    upgrade(blank_database, "0004")
+    engine = sa.create_engine(blank_database)
+    try:
+        with engine.begin() as connection:
+            _legacy_rows(connection)  # evaluations dispatched by a Clade without job secrets
+        upgrade(blank_database)
+        with engine.connect() as connection:
+            rows = connection.execute(sa.text("select id, job_secret_hash, worker_name from evaluations"))
+            assert sorted(tuple(row) for row in rows) == [("graded", None, None), ("lost", None, None)]
+        sessions = sessionmaker(engine)
+        with sessions.begin() as session:
+            _row, token = worker_tokens.issue(session, name="after-upgrade")
+        with sessions() as session:
+            found = worker_tokens.find(session, token)
+            assert found is not None and found.name == "after-upgrade" and found.token_hash != token
+            evaluation = session.get(Evaluation, "graded")
+            assert evaluation is not None
+            with pytest.raises(ConflictError, match="never dispatched"):
+                job_secrets.verify(evaluation, "any")
+        command.downgrade(alembic_config(blank_database), "0004")  # and back, losing only the new parts
+        with engine.connect() as connection:
+            assert "worker_tokens" not in sa.inspect(connection).get_table_names()
+            assert connection.execute(sa.text("select count(*) from evaluations")).scalar_one() == 2
+    finally:
+        engine.dispose()
