@@ -23,6 +23,9 @@ class ApiClient:
     def post(self, path: str, json: Any = None, **kwargs: Any) -> Any:
         return self._send("POST", path, json=json, **kwargs).json()
 
+    def delete(self, path: str) -> Any:
+        return self._send("DELETE", path).json()
+
     def download(self, path: str, **params: Any) -> bytes:
         return self._send("GET", path, params=params).content
 

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from cli import agents, bench, doctor, local, maintenance, runs, seeds, sim
+from cli import agents, bench, doctor, local, maintenance, runs, seeds, sim, worker_tokens
 from cli.context import CliContext, resolve_token
 from contracts.settings import Settings
 
@@ -20,6 +20,7 @@ app.add_typer(seeds.app, name="seed", help="Import seed agents.")
 app.add_typer(runs.app, name="run", help="Start, inspect and steer evolution runs.")
 app.add_typer(agents.app, name="agent", help="Inspect and export agents.")
 app.add_typer(bench.app, name="bench", help="Benchmarks: list, check, score one agent.")
+app.add_typer(worker_tokens.app, name="worker-token", help="Issue, list and revoke worker tokens.")
 app.add_typer(local.db_app, name="db", help="Database maintenance.")
 local.register(app)
 maintenance.register(app)

@@ -49,10 +49,16 @@ class Budget(BaseModel):
 class Job(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal[2] = 2
+    schema_version: Literal[3] = 3
     run_id: str
     limits: LimitsConfig
     budget: Budget
+    # Made by the driver for this dispatch; every answer about the job shows it (header
+    # JOB_SECRET_HEADER), so only the job that was sent can answer it (docs/job-bound.md).
+    secret: str = Field(min_length=32, max_length=256, repr=False)
+
+
+JOB_SECRET_HEADER = "X-Clade-Job-Secret"
 
 
 class FailedEvaluation(BaseModel):

@@ -11,12 +11,18 @@ from contracts.errors import ConflictError, NotFoundError
 from contracts.records import EvaluationResult, EvaluationSubmission, UsageRecord
 from service import leases, lifecycle
 from service.db.models import Evaluation, Event, LLMUsage, Step
+from service.worker_tokens import WorkerIdentity
 
 
 def record_evaluation(
-    session: Session, *, evaluation_id: str, submission: EvaluationSubmission
+    session: Session,
+    *,
+    evaluation_id: str,
+    submission: EvaluationSubmission,
+    worker: WorkerIdentity | None = None,
 ) -> Evaluation:
-    """Store one evaluation's result and usage; a repeated delivery changes nothing."""
+    """Store one evaluation's result and usage, and the worker that sent it; a repeated delivery
+    changes nothing."""
     evaluation = session.get(Evaluation, evaluation_id, with_for_update=True)
     if evaluation is None:
         raise NotFoundError(f"evaluation {evaluation_id} not found")
@@ -30,6 +36,8 @@ def record_evaluation(
     evaluation.completion_tokens = sum(u.completion_tokens for u in submission.usage)
     evaluation.cost_usd = sum(u.cost_usd for u in submission.usage)
     evaluation.finished_at = datetime.now(UTC)
+    if worker is not None:
+        worker.sign(evaluation)
     record_usage(
         session,
         usage=submission.usage,
@@ -38,7 +46,9 @@ def record_evaluation(
         evaluation_id=evaluation.id,
     )
     leases.settle(session, usage=submission.usage, evaluation_id=evaluation.id)
-    extra = {"infrastructure_failure": result.infrastructure_failure} if result.infrastructure_failure else {}
+    extra: dict[str, object] = {"worker": worker.name} if worker is not None else {}
+    if result.infrastructure_failure:
+        extra["infrastructure_failure"] = result.infrastructure_failure
     session.add(evaluation_done(evaluation, **extra))
     return evaluation
 
@@ -110,8 +120,10 @@ def reject_step(
     reason: str,
     diagnosis: str | None = None,
     usage: list[UsageRecord] | None = None,
+    worker: WorkerIdentity | None = None,
 ) -> Step:
-    """A step that ended without a child (empty patch, improver crashed...). Caller commits."""
+    """A step that ended without a child (empty patch, improver crashed...), and the worker that
+    said so (None: the service itself). Caller commits."""
     step = session.get(Step, step_id, with_for_update=True)
     if step is None:
         raise NotFoundError(f"step {step_id} not found")
@@ -125,11 +137,9 @@ def reject_step(
     record_usage(session, usage=usage or [], run_id=step.run_id, step_id=step.id, agent_id=step.parent_id)
     leases.settle(session, usage=usage or [], step_id=step.id)
     step.finished_at = datetime.now(UTC)
-    session.add(
-        Event(
-            run_id=step.run_id,
-            kind="step_rejected",
-            payload={"step": step.number, "reason": reason},
-        )
-    )
+    payload: dict[str, object] = {"step": step.number, "reason": reason}
+    if worker is not None:
+        worker.sign(step)
+        payload["worker"] = worker.name
+    session.add(Event(run_id=step.run_id, kind="step_rejected", payload=payload))
     return step

@@ -25,6 +25,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from fastapi import FastAPI
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
+from contracts.jobs import JOB_SECRET_HEADER
 from contracts.settings import Settings
 from service.api.app import create_app
 from service.db.migrate import upgrade
@@ -37,6 +38,9 @@ def free_port() -> int:
 
 
 # The server and role that .ci/run sets up; point CLADE_TEST_POSTGRES_URL elsewhere to use another.
+# The job secret of every step and evaluation the tests' helpers dispatch by hand (the driver makes
+# a random one per dispatch); the `worker` client shows it on each request.
+JOB_SECRET = "test-job-secret-" + "0" * 32
 DEFAULT_POSTGRES_URL = "postgresql://clade:clade@127.0.0.1:5432/postgres"
 
 
@@ -126,9 +130,12 @@ class ServiceClients:
         data: dict[str, str] = json.loads((self.data_dir / "secrets.json").read_text())
         return data
 
-    def client(self, token: str | None = None) -> httpx.Client:
-        """A client with the named token (admin_token, worker_token, read_token), or none."""
-        headers = {"Authorization": f"Bearer {self.secrets[token]}"} if token else None
+    def client(self, token: str | None = None, *, job_secret: str | None = None) -> httpx.Client:
+        """A client with the named token (admin_token, worker_token, read_token), or none, and a
+        job secret to show (X-Clade-Job-Secret), or none."""
+        headers = {"Authorization": f"Bearer {self.secrets[token]}"} if token else {}
+        if job_secret is not None:
+            headers[JOB_SECRET_HEADER] = job_secret
         return httpx.Client(base_url=self.url, headers=headers, timeout=60, transport=self.transport())
 
     @property
@@ -137,7 +144,8 @@ class ServiceClients:
 
     @property
     def worker(self) -> httpx.Client:
-        return self.client("worker_token")
+        """The local worker token, showing JOB_SECRET: the secret of the jobs helpers dispatch."""
+        return self.client("worker_token", job_secret=JOB_SECRET)
 
     @property
     def anonymous(self) -> httpx.Client:

@@ -41,7 +41,7 @@ def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
         manifest = manifest_from_tar(code)
     except InvalidAgentError as exc:
         result = EvaluationResult(resolved=False, failure=f"the agent cannot start: {exc}")
-        ctx.client.submit_result(job.evaluation_id, EvaluationSubmission(result=result))
+        ctx.client.submit_result(job.evaluation_id, EvaluationSubmission(result=result), secret=job.secret)
         return result
     try:
         image, runtime = agent_images(ctx, task, manifest.requirements)
@@ -91,7 +91,7 @@ def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
         total_s=time.monotonic() - started,
     )
     ctx.client.submit_result(
-        job.evaluation_id, EvaluationSubmission(result=result, usage=usage_records(calls))
+        job.evaluation_id, EvaluationSubmission(result=result, usage=usage_records(calls)), secret=job.secret
     )
     return result
 
@@ -112,7 +112,7 @@ def report_infrastructure_failure(ctx: WorkerContext, job: EvaluateJob, cause: s
     """Record the evaluation as not run, for `cause` (the infrastructure's fault, not the agent's)."""
     result = EvaluationResult(resolved=False, patch_applied=False, infrastructure_failure=cause)
     try:
-        ctx.client.submit_result(job.evaluation_id, EvaluationSubmission(result=result))
+        ctx.client.submit_result(job.evaluation_id, EvaluationSubmission(result=result), secret=job.secret)
     except InfrastructureError as exc:
         # The service is unreachable too: the driver's re-dispatch is all that is left.
         log.error("evaluation %s: cannot report %r: %s", job.evaluation_id, cause, exc)

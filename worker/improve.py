@@ -18,12 +18,18 @@ from contracts.records import ChildSubmission, StepFailure
 from worker.agent_runner import AgentOutcome, AgentRun, run_agent
 from worker.context import WorkerContext
 from worker.diagnose import Diagnosis, DiagnosisFailed, diagnose, prompt, with_experience
+from worker.errors import RefusedError
 from worker.hyper import hyper_run
 from worker.llm import LLMCall
 from worker.manifests import manifest_from_tar
 from worker.usage import usage_records
 from worker.validation import validate_child
 from worker.workspace import init_repo, unpack
+
+# What the service answers to a submission it will never take as it is: too large, or refused
+# field by field (the patch, the usage).
+REFUSED_PATCH = (413, 422)
+MAX_REASON = 20_000  # StepFailure.reason's own limit
 
 
 def improve(ctx: WorkerContext, job: ImproveJob) -> str:
@@ -110,12 +116,22 @@ def _submit(
             reason += f" ({outcome.failure})"
         return _reject(ctx, job, reason, diagnosis, calls)
     rejection = _markers_left(outcome.diff) or validate_child(ctx, parent_code, outcome.diff, job.limits)
-    child = ctx.client.submit_child(
-        job.step_id,
-        ChildSubmission(
-            patch=outcome.diff, diagnosis=diagnosis, rejection=rejection, usage=usage_records(calls)
-        ),
-    )
+    try:
+        child = ctx.client.submit_child(
+            job.step_id,
+            ChildSubmission(
+                patch=outcome.diff, diagnosis=diagnosis, rejection=rejection, usage=usage_records(calls)
+            ),
+            secret=job.secret,
+        )
+    except RefusedError as exc:
+        if exc.status not in REFUSED_PATCH:
+            raise
+        # The service will not archive this patch (a link out of the agent, every file deleted,
+        # too many files, too large): the step ends without a child, with the service's reason.
+        return _reject(
+            ctx, job, f"the service refused the child ({exc.status}): {exc.detail}", diagnosis, calls
+        )
     return f"child {child['id'][:12]}" + (f" rejected: {rejection}" if rejection else "")
 
 
@@ -148,7 +164,16 @@ def _markers_left(diff: str) -> str | None:
 def _reject(
     ctx: WorkerContext, job: ImproveJob, reason: str, diagnosis: str | None, calls: list[LLMCall]
 ) -> str:
-    ctx.client.reject_step(
-        job.step_id, StepFailure(reason=reason, diagnosis=diagnosis, usage=usage_records(calls))
-    )
+    reason = reason if len(reason) <= MAX_REASON else reason[: MAX_REASON - 3] + "..."
+    failure = StepFailure(reason=reason, diagnosis=diagnosis, usage=usage_records(calls))
+    try:
+        ctx.client.reject_step(job.step_id, failure, secret=job.secret)
+    except RefusedError as exc:
+        if exc.status not in REFUSED_PATCH:
+            raise
+        # The diagnosis or the usage is what the service refused: the reason alone still ends the
+        # step, so it never waits for a re-dispatch.
+        note = f" (diagnosis and usage not recorded: refused with {exc.status}: {exc.detail})"
+        bare = StepFailure(reason=(reason + note)[:MAX_REASON])
+        ctx.client.reject_step(job.step_id, bare, secret=job.secret)
     return f"no child: {reason}"

@@ -30,6 +30,8 @@ class WorkerMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.jobs = Counter(
             "clade_worker_jobs",
+            # outcome: child, no_child, resolved, unresolved, infrastructure_failure, gave_up,
+            # dropped (the service no longer wants it), already_done (answered before it ran)
             "Jobs a worker finished, by kind (improve, evaluate) and outcome",
             ["kind", "outcome"],
             registry=registry,

@@ -8,9 +8,10 @@ from typing import Any
 import httpx
 from pydantic import BaseModel
 
+from contracts.jobs import JOB_SECRET_HEADER
 from contracts.records import ChildSubmission, EvaluationSubmission, StepFailure
 from contracts.text import storable
-from worker.errors import InfrastructureError, StaleJobError
+from worker.errors import InfrastructureError, RefusedError, StaleJobError
 
 
 class ServiceClient:
@@ -38,29 +39,40 @@ class ServiceClient:
         """A crossover step's merge of its two parents, conflict markers and all, as a tar."""
         return self._request("GET", f"/api/worker/steps/{step_id}/merge").content
 
-    def submit_child(self, step_id: str, submission: ChildSubmission) -> dict[str, Any]:
-        data: dict[str, Any] = self._post(f"/api/worker/steps/{step_id}/child", submission).json()
+    def job_status(self, kind: str, item_id: str, secret: str) -> dict[str, Any]:
+        """Where a job stands (`kind`: steps or evaluations): `open` while an answer is wanted."""
+        response = self._request(
+            "GET", f"/api/worker/{kind}/{item_id}/status", headers={JOB_SECRET_HEADER: secret}
+        )
+        data: dict[str, Any] = response.json()
         return data
 
-    def reject_step(self, step_id: str, failure: StepFailure) -> None:
-        self._post(f"/api/worker/steps/{step_id}/reject", failure)
+    def submit_child(self, step_id: str, submission: ChildSubmission, *, secret: str) -> dict[str, Any]:
+        data: dict[str, Any] = self._post(f"/api/worker/steps/{step_id}/child", submission, secret).json()
+        return data
 
-    def submit_result(self, evaluation_id: str, submission: EvaluationSubmission) -> None:
-        self._post(f"/api/worker/evaluations/{evaluation_id}/result", submission)
+    def reject_step(self, step_id: str, failure: StepFailure, *, secret: str) -> None:
+        self._post(f"/api/worker/steps/{step_id}/reject", failure, secret)
 
-    def _post(self, path: str, body: BaseModel) -> httpx.Response:
+    def submit_result(self, evaluation_id: str, submission: EvaluationSubmission, *, secret: str) -> None:
+        self._post(f"/api/worker/evaluations/{evaluation_id}/result", submission, secret)
+
+    def _post(self, path: str, body: BaseModel, secret: str) -> httpx.Response:
         # Logs, diagnoses and reasons carry what agents printed, NULs included; the service refuses
         # text it cannot store, so each NUL (or lone surrogate) goes as U+FFFD instead.
         content = json.dumps(storable(body.model_dump(mode="json")), separators=(",", ":"))
-        return self._request("POST", path, content=content, headers={"Content-Type": "application/json"})
+        headers = {"Content-Type": "application/json", JOB_SECRET_HEADER: secret}
+        return self._request("POST", path, content=content, headers=headers)
 
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.TransportError as exc:
             raise InfrastructureError(f"service unreachable ({method} {path}): {exc}") from exc
-        if response.status_code == 409:
-            raise StaleJobError(f"{method} {path}: {response.json().get('detail')}")
+        # 409: the service no longer wants the job; 403: the job was sent again since (a new
+        # secret), so this message is not the one the service waits for. Either way: drop it.
+        if response.status_code in (403, 409):
+            raise StaleJobError(f"{method} {path}: {_detail(response)}")
         # 5xx and 429 are the service's trouble, not the job's: retried with backoff. Among them 507,
         # the archive's disk is full: the same submission works once space is freed, so it is never
         # taken as a refusal of the patch.
@@ -69,6 +81,28 @@ class ServiceClient:
                 f"{method} {path} answered {response.status_code}: {response.text[:300]}"
             )
         if response.is_error:
-            # A 4xx other than 409 means this worker sent something wrong: a bug, not a retry.
-            raise RuntimeError(f"{method} {path} answered {response.status_code}: {response.text[:1000]}")
+            # Any other 4xx: the service refuses what this worker sent; never retried as it is.
+            detail = _detail(response)
+            raise RefusedError(
+                f"{method} {path} answered {response.status_code}: {detail[:1000]}",
+                status=response.status_code,
+                detail=detail,
+            )
         return response
+
+
+def _detail(response: httpx.Response) -> str:
+    """The service's reason in one line: its `detail`, each validation issue with its field path."""
+    try:
+        detail = response.json().get("detail")
+    except (ValueError, AttributeError):
+        return response.text[:2000]
+    if isinstance(detail, list):
+        issues = []
+        for issue in detail:
+            if not isinstance(issue, dict):
+                continue
+            where = ".".join(str(p) for p in issue.get("loc", []) if p != "body")
+            issues.append(f"{where or '(body)'}: {issue.get('msg')}")
+        return "; ".join(issues)
+    return str(detail)

@@ -4,7 +4,9 @@ Infrastructure failures (Docker, the service, the network) are retried with
 backoff; once the retries are spent, an evaluation is reported as an infrastructure
 failure with the last cause (the run shows it at once). The agent's own failures are
 never retried: they are results, already reported to the service by the job. A job the
-service no longer wants (its run ended) is dropped.
+service no longer wants (its run ended, or it was sent again since) is dropped; before it runs,
+each job asks the service whether it is still open, and one answered already (a message the
+broker delivered again) is acknowledged without running the agent.
 """
 
 from __future__ import annotations
@@ -50,8 +52,12 @@ def register_tasks(
         parsed = ImproveJob.model_validate(job)
         with log_ids(run_id=parsed.run_id, step_id=parsed.step_id), _retries(self, counted, "improve"):
             try:
-                outcome = improve(context(), parsed)
-                kind = "child" if outcome.startswith("child") else "no_child"
+                closed = _closed(context(), "steps", parsed.step_id, parsed.secret)
+                if closed is not None:
+                    outcome, kind = closed
+                else:
+                    outcome = improve(context(), parsed)
+                    kind = "child" if outcome.startswith("child") else "no_child"
             except StaleJobError as exc:
                 outcome, kind = f"dropped: {exc}", "dropped"
             counted.jobs.labels(kind="improve", outcome=kind).inc()
@@ -80,6 +86,9 @@ def register_tasks(
 def _evaluate(task: Task, context: Callable[[], WorkerContext], job: EvaluateJob) -> tuple[str, str]:
     """What happened, in words and as the metrics' outcome label."""
     try:
+        closed = _closed(context(), "evaluations", job.evaluation_id, job.secret)
+        if closed is not None:
+            return closed
         result = evaluate(context(), job)
     except StaleJobError as exc:
         return f"dropped: {exc}", "dropped"
@@ -95,6 +104,19 @@ def _evaluate(task: Task, context: Callable[[], WorkerContext], job: EvaluateJob
     if result.resolved:
         return "resolved", "resolved"
     return f"unresolved ({result.failure or result.grade_reason})", "unresolved"
+
+
+def _closed(ctx: WorkerContext, kind: str, item_id: str, secret: str) -> tuple[str, str] | None:
+    """None while the service still wants this job answered; else what to log and count: a job
+    answered already (`already_done`) or cancelled with its run (`dropped`)."""
+    status = ctx.client.job_status(kind, item_id, secret)
+    if status.get("open"):
+        return None
+    state = str(status.get("status"))
+    if state == "cancelled":
+        return f"dropped: {kind[:-1]} {item_id} was cancelled", "dropped"
+    by = f" by worker {status['worker_name']}" if status.get("worker_name") else ""
+    return f"not run: {kind[:-1]} {item_id} is {state} already{by}", "already_done"
 
 
 @contextmanager

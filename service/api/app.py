@@ -20,7 +20,7 @@ from service.api import errors
 from service.api.body_limit import BodyLimitMiddleware
 from service.api.deps import AdminOnly, Reader, Services
 from service.api.responses import add_links, error_responses, errors_in_json
-from service.api.routers import agents, benchmarks, dashboard, runs, seeds, worker
+from service.api.routers import agents, benchmarks, dashboard, runs, seeds, worker, worker_tokens
 from service.api.schemas import ConsistencyPublic, DriverHealth, HealthPublic
 from service.archive import consistency
 from service.archive.git_store import GitStore
@@ -158,7 +158,14 @@ def create_app(settings: Settings) -> FastAPI:
         """Prometheus text exposition; needs the read token only when reads require one."""
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
-    for router in (runs.router, agents.router, seeds.router, worker.router, benchmarks.router):
+    for router in (
+        runs.router,
+        agents.router,
+        seeds.router,
+        worker.router,
+        worker_tokens.router,
+        benchmarks.router,
+    ):
         app.include_router(router)
     app.include_router(dashboard.router)  # pages for every path outside /api/
 

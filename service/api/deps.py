@@ -15,7 +15,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from benchmarks.catalog import BenchmarkCatalog
 from contracts.settings import Settings
+from service import worker_tokens
 from service.archive.store import Archive
+from service.worker_tokens import WorkerIdentity
 
 
 @dataclass(frozen=True)
@@ -74,10 +76,26 @@ def require_admin(services: ServicesDep, credentials: CredentialsDep) -> None:
         raise _refuse("admin")
 
 
-def require_worker(services: ServicesDep, credentials: CredentialsDep) -> None:
+def worker_identity(services: ServicesDep, credentials: CredentialsDep) -> WorkerIdentity:
+    """The worker the bearer token names: the settings' worker token (`local`), the admin token, or
+    an issued token that is not revoked (looked up on every request, so a revocation holds at once)."""
     settings = services.settings
-    if not _matches(credentials, settings.worker_token, settings.admin_token):
-        raise _refuse("worker")
+    if _matches(credentials, settings.worker_token):
+        return WorkerIdentity(id=worker_tokens.LOCAL, name=worker_tokens.LOCAL)
+    if _matches(credentials, settings.admin_token):
+        return WorkerIdentity(id=worker_tokens.ADMIN, name=worker_tokens.ADMIN)
+    if credentials is not None:
+        with services.sessions() as session:
+            row = worker_tokens.find(session, credentials.credentials)
+        if row is not None and row.revoked_at is None:
+            return WorkerIdentity(id=row.id, name=row.name)
+        if row is not None:
+            raise HTTPException(
+                status.HTTP_401_UNAUTHORIZED,
+                detail=f"worker token {row.id} ({row.name}) was revoked",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+    raise _refuse("worker")
 
 
 def require_reader(services: ServicesDep, credentials: CredentialsDep) -> None:
@@ -89,5 +107,6 @@ def require_reader(services: ServicesDep, credentials: CredentialsDep) -> None:
 
 
 AdminOnly = Depends(require_admin)
-WorkerOnly = Depends(require_worker)
+WorkerOnly = Depends(worker_identity)
+WorkerDep = Annotated[WorkerIdentity, Depends(worker_identity)]
 Reader = Depends(require_reader)

@@ -16,6 +16,7 @@ from contracts.errors import ConflictError, InvalidAgentError, NotFoundError, Pa
 from service.archive.limits import TooLargeError
 from service.archive.storage import as_storage_full
 from service.archive.store import PatchTooLargeError
+from service.job_secrets import JobSecretError
 from service.runs import UnknownAgentError
 
 Handler = Callable[[Request, Exception], Awaitable[Response]]
@@ -92,6 +93,7 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(ConfigFieldError, _bad_field)
     app.add_exception_handler(NotFoundError, _handler(status.HTTP_404_NOT_FOUND))
     app.add_exception_handler(ConflictError, _handler(status.HTTP_409_CONFLICT))
+    app.add_exception_handler(JobSecretError, _handler(status.HTTP_403_FORBIDDEN))
     app.add_exception_handler(PatchTooLargeError, _handler(status.HTTP_413_CONTENT_TOO_LARGE))
     app.add_exception_handler(TooLargeError, _handler(status.HTTP_413_CONTENT_TOO_LARGE))
     # Patches come only in a child submission's `patch`, agents to check only in a seed's `file`

@@ -10,6 +10,7 @@ from service.api.schemas import ErrorBody, ValidationErrorBody
 
 DESCRIPTIONS = {
     status.HTTP_401_UNAUTHORIZED: "The token is missing or is not the one this endpoint needs",
+    status.HTTP_403_FORBIDDEN: "The job's secret is missing or is not the one of the job sent last",
     status.HTTP_404_NOT_FOUND: "Something the request names does not exist",
     status.HTTP_409_CONFLICT: "Impossible from the current state",
     status.HTTP_413_CONTENT_TOO_LARGE: "The request body, or something in it, exceeds a limit",

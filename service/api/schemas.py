@@ -210,6 +210,9 @@ class EvaluationPublic(BaseModel):
     trial: int = 0
     purpose: str = "selection"  # or "heldout": never used by selection
     reused_from: str | None = None  # the evaluation whose result was copied (identical code, same key)
+    # The worker token that submitted the result: an issued token's id and name, or local/admin.
+    worker_token_id: str | None = None
+    worker_name: str | None = None
 
 
 class EvaluationDetail(EvaluationPublic):

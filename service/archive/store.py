@@ -32,6 +32,7 @@ from service.archive.storage import full_disk_refused
 from service.archive.tarballs import extract_tar
 from service.db.models import Agent, Event, Run, RunAgent, Step
 from service.results import record_usage
+from service.worker_tokens import WorkerIdentity
 
 
 class PatchTooLargeError(PatchError, TooLargeError):
@@ -118,8 +119,10 @@ class Archive:
         diagnosis: str | None = None,
         rejection: str | None = None,
         usage: list[UsageRecord] | None = None,
+        worker: WorkerIdentity | None = None,
     ) -> Agent:
-        """The child of a step: idempotent by step id, refused whole if the patch is bad."""
+        """The child of a step: idempotent by step id, refused whole if the patch is bad. `worker`
+        is who submitted it, recorded on the step."""
         size = len(patch.encode())
         if size > self.max_patch_bytes:
             limit = limit_text("max_patch_bytes", self.max_patch_bytes)
@@ -151,6 +154,7 @@ class Archive:
                 usage=usage,
                 meta_changed=meta,
                 files=changed_files(patch),
+                worker=worker,
             )
         self.git.set_agent_ref(sha)
         return agent
@@ -224,6 +228,7 @@ def attach_child(
     usage: list[UsageRecord] | None = None,
     meta_changed: bool | None = None,
     files: list[str] | None = None,
+    worker: WorkerIdentity | None = None,
 ) -> Agent:
     """The rows of a step's child whose commit is in git: the agent, its place in the run (a
     crossover child with both parents, each counting it), the step's new status, its usage."""
@@ -280,6 +285,9 @@ def attach_child(
     }
     if second_id is not None:
         payload["second_parent_id"] = second_id
+    if worker is not None:  # a worker's patch (a clean crossover merge is the service's own)
+        worker.sign(step)
+        payload["worker"] = worker.name
     session.add(Event(run_id=run_id, kind="child_created", payload=payload))
     return agent
 

@@ -176,6 +176,11 @@ class Step(Base):
     kind: Mapped[str] = mapped_column(String(16), default="improve", server_default="improve")
     second_parent_id: Mapped[str | None] = mapped_column(SHA)
     group_id: Mapped[str | None] = mapped_column(String(64))
+    # The job's secret (sha256 of the one in the last dispatched message) and the worker token
+    # that submitted the child or the rejection (service.job_secrets, service.worker_tokens).
+    job_secret_hash: Mapped[str | None] = mapped_column(String(64))
+    worker_token_id: Mapped[str | None] = mapped_column(String(32))
+    worker_name: Mapped[str | None] = mapped_column(String(200))
 
     __table_args__ = (UniqueConstraint("run_id", "number", name="uq_steps_run_number"),)
 
@@ -208,6 +213,10 @@ class Evaluation(Base):
     # and the evaluation whose result this one copied instead of running.
     reuse_key: Mapped[str | None] = mapped_column(String(64), index=True)
     reused_from: Mapped[str | None] = mapped_column(ID)
+    # As on steps: the dispatched job's secret, hashed, and the worker token that answered.
+    job_secret_hash: Mapped[str | None] = mapped_column(String(64))
+    worker_token_id: Mapped[str | None] = mapped_column(String(32))
+    worker_name: Mapped[str | None] = mapped_column(String(200))
 
     @property
     def tampered(self) -> bool:
@@ -278,3 +287,16 @@ class Event(Base):
     kind: Mapped[str] = mapped_column(String(32))
     payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class WorkerToken(Base):
+    """A token the admin issued to one worker machine: only its sha256 is kept. Revoked tokens
+    stay listed (results name them) but are refused at once."""
+
+    __tablename__ = "worker_tokens"
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    revoked_at: Mapped[datetime | None]

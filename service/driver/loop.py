@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from contracts.jobs import Budget, EvaluateJob, ImproveJob
 from contracts.logs import log_ids
-from service import leases, lifecycle
+from service import job_secrets, leases, lifecycle
 from service.archive.store import Archive
 from service.db.models import Evaluation, Event, Run, RunAgent, Step
 from service.driver import budget, crossover, epochs, heldout, search
@@ -406,6 +406,7 @@ def dispatch_jobs(
                 run_id=run.id,
                 limits=plan.limits,
                 budget=lease,
+                secret=job_secrets.issue(step),  # a new one each dispatch; the row keeps its hash
                 step_id=step.id,
                 parent_id=step.parent_id,
                 improver_id=plan.improver_for(step.parent_id),
@@ -432,6 +433,7 @@ def dispatch_jobs(
                 run_id=run.id,
                 limits=plan.limits,
                 budget=lease,
+                secret=job_secrets.issue(evaluation),
                 evaluation_id=evaluation.id,
                 agent_id=evaluation.agent_id,
                 task_id=evaluation.task_id,

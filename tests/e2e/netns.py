@@ -91,6 +91,7 @@ class NetnsCluster:
     workers: list[WorkerHost] = field(default_factory=list)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     secrets: dict[str, str] = field(default_factory=dict)
+    worker_tokens: dict[str, str] = field(default_factory=dict)  # a host's name -> its issued token
 
     def hub(self, fn: Callable[[], T]) -> T:
         """`fn()`, called in the hub's network namespace (its sockets are the hub's)."""
@@ -278,6 +279,10 @@ def netns_cluster(script: Script, *, workers: int = 2, concurrency: int = 2) -> 
         stack.callback(_remove_sandboxes, hosts)  # (exit runs these last first) once nothing makes more
         stack.callback(_stop_all, cluster)
         _start_hub(cluster, script)
+        for host in hosts:  # one worker token per machine, issued by the admin (README)
+            issued = cluster.request("POST", "/api/admin/worker-tokens", json={"name": host.name})
+            assert issued.status_code == 201, issued.text
+            cluster.worker_tokens[host.name] = issued.json()["token"]
         for host in hosts:
             _start_worker(cluster, host, concurrency)
         for host in hosts:  # every host takes jobs from the first one on
@@ -360,7 +365,7 @@ def worker_settings(cluster: NetnsCluster, host: WorkerHost) -> dict[str, str]:
     return {
         "CLADE_BROKER_URL": f"redis://{HUB_ADDRESS}:{REDIS_PORT}/0",
         "CLADE_SERVICE_URL": cluster.service_url,
-        "CLADE_WORKER_TOKEN": cluster.secrets["worker_token"],
+        "CLADE_WORKER_TOKEN": cluster.worker_tokens[host.name],  # its own, never secrets.json's
         "CLADE_LLM_BASE_URL": f"http://{HUB_ADDRESS}:{MODEL_PORT}/v1",
         "CLADE_LLM_API_KEY": MODEL_KEY,
         "CLADE_WORKER_NAME": host.name,

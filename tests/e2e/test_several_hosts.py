@@ -1,6 +1,7 @@
-"""A hub and two worker hosts on separate networks (Linux network namespaces, see `netns`): a run
-with parallelism 4 completes with jobs done on both hosts, and each host's sandboxes carry its
-worker's owner label and the stamp of one of its own processes."""
+"""A hub and two worker hosts on separate networks (Linux network namespaces, see `netns`), each
+with a worker token of its own issued by the admin: a run with parallelism 4 completes with jobs
+done on both hosts, each answer names the token of the host that sent it, and each host's sandboxes
+carry its worker's owner label and the stamp of one of its own processes."""
 
 from __future__ import annotations
 
@@ -74,9 +75,13 @@ def test_a_run_spreads_over_two_worker_hosts(cluster: NetnsCluster, docker_clien
     assert state["status"] == "completed", f"{state}\n{cluster.logs()}"
     assert state["stop_reason"] == "budget: max_children reached (4)"
 
-    # Both hosts did jobs.
+    # Both hosts did jobs, and each answer names the worker token of the host that sent it.
     for host in cluster.workers:
         assert JOB_LINE.search(host.log()), f"{host.name} did no job\n{cluster.logs()}"
+    events = cluster.request("GET", f"/api/runs/{state['id']}/events", params={"limit": 1000}).json()
+    answered = [e["payload"] for e in events if e["kind"] in ("evaluation_done", "child_created")]
+    names = {p.get("worker") for p in answered if not p.get("reused_from")}
+    assert names and names <= {host.name for host in cluster.workers}, f"{answered}"
 
     # Every sandbox of the run: made by a process of the host whose owner label it carries.
     by_owner = {host.owner: host for host in cluster.workers}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import struct
 import subprocess
 import tarfile
@@ -14,36 +16,84 @@ import httpx
 from sqlalchemy import create_engine, func, select
 from sqlalchemy.orm import Session
 
+from service import job_secrets
 from service.db.models import Agent, Evaluation, LLMUsage, Run, RunAgent, Step
 from service.steps import open_step
-from tests.servers import ServiceClients
+from tests.servers import JOB_SECRET, ServiceClients
 
 
-def open_step_in(database_url: str, *, run_id: str, parent_id: str) -> str:
-    """Open a step the way the driver does (the driver itself comes with the evolution loop)."""
+def dispatched(item: Step | Evaluation, secret: str = JOB_SECRET) -> None:
+    """Mark `item` sent to a worker with `secret`, as the driver's dispatch does (caller commits)."""
+    item.job_secret_hash = job_secrets.digest(secret)
+
+
+def dispatch_in(database_url: str, model: type[Step] | type[Evaluation], item_id: str, secret: str) -> None:
+    engine = create_engine(database_url)
+    with Session(engine) as session:
+        item = session.get(model, item_id)
+        assert item is not None, f"{model.__tablename__} {item_id} not found"
+        dispatched(item, secret)
+        session.commit()
+    engine.dispose()
+
+
+def sent_job(data_dir: Path, task_id: str) -> dict[str, Any] | None:
+    """The job of the last message queued under Celery task id `task_id` (`evaluate-<id>`,
+    `improve-<id>`) in the service's file broker, as a worker receives it; None while there is none."""
+    found: dict[str, Any] | None = None
+    for path in sorted((data_dir / "broker" / "queue").glob("*.msg")):
+        try:
+            message = json.loads(path.read_text())
+        except (OSError, ValueError):  # claimed or still being written
+            continue
+        if message.get("headers", {}).get("id") != task_id:
+            continue
+        body = message["body"]
+        if message.get("properties", {}).get("body_encoding") == "base64":
+            body = base64.b64decode(body)
+        _args, kwargs, _embed = json.loads(body)
+        found = kwargs["job"]
+    return found
+
+
+def open_step_in(database_url: str, *, run_id: str, parent_id: str, secret: str | None = JOB_SECRET) -> str:
+    """Open a step the way the driver does (the driver itself comes with the evolution loop), and
+    dispatch it with `secret` (None: not dispatched yet)."""
     engine = create_engine(database_url)
     with Session(engine) as session:
         step = open_step(session, run_id=run_id, parent_id=parent_id)
+        if secret is not None:
+            dispatched(step, secret)
         session.commit()
         step_id = step.id
     engine.dispose()
     return step_id
 
 
-def add_evaluation(database_url: str, *, run_id: str, agent_id: str, evaluation_id: str) -> None:
-    """A pending evaluation, as the driver leaves one for a worker to answer."""
+def add_evaluation(
+    database_url: str,
+    *,
+    run_id: str,
+    agent_id: str,
+    evaluation_id: str,
+    secret: str | None = JOB_SECRET,
+    task_id: str = "clade-mini__textkit-1",
+) -> None:
+    """A pending evaluation, as the driver leaves one for a worker to answer, dispatched with
+    `secret` (None: not dispatched yet)."""
     engine = create_engine(database_url)
     with Session(engine) as session:
-        session.add(
-            Evaluation(
-                id=evaluation_id,
-                run_id=run_id,
-                agent_id=agent_id,
-                task_id="clade-mini__textkit-1",
-                stage=0,
-                status="pending",
-            )
+        evaluation = Evaluation(
+            id=evaluation_id,
+            run_id=run_id,
+            agent_id=agent_id,
+            task_id=task_id,
+            stage=0,
+            status="pending",
         )
+        if secret is not None:
+            dispatched(evaluation, secret)
+        session.add(evaluation)
         session.commit()
     engine.dispose()
 

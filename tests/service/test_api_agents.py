@@ -164,7 +164,13 @@ def test_step_rejection_is_recorded_with_reason(service: AppService, seed_id: st
     step_id = open_step_in(url, run_id=run_id, parent_id=seed_id)
     with service.worker as worker:
         response = worker.post(f"/api/worker/steps/{step_id}/reject", json={"reason": "empty patch"})
-        assert response.json() == {"step_id": step_id, "status": "rejected"}
+        assert response.json() == {
+            "id": step_id,
+            "status": "rejected",
+            "open": False,
+            "reason": "empty patch",
+            "worker_name": "local",
+        }
         late = worker.post(f"/api/worker/steps/{step_id}/child", json={"patch": core_patch(3, "x")})
         assert late.status_code == 409
 

@@ -19,13 +19,22 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from contracts.errors import StorageFullError
+from contracts.jobs import JOB_SECRET_HEADER
 from service.archive.git_store import GitStore
 from service.archive.storage import full_disk_refused, is_disk_full
 from service.db.models import Evaluation, Event, Step
 from tests.helpers import fill_disk, import_seed, tar_of, write_agent
 from tests.servers import AppService
 from tests.service.driver_world import T, World
-from tests.service.helpers import agent_ids, agent_refs, core_patch, open_step_in, row_counts, start_run
+from tests.service.helpers import (
+    agent_ids,
+    agent_refs,
+    core_patch,
+    open_step_in,
+    row_counts,
+    sent_job,
+    start_run,
+)
 
 FULL = "the archive's disk is full: "
 
@@ -71,8 +80,12 @@ def test_a_full_disk_is_507_writes_nothing_and_passes_once_space_is_freed(
         wait_for(lambda: evaluations(db), "the seed's evaluation")
         first = admin.get(f"/api/agents/{seed}").json()["runs"][0]["evaluations"][0]["id"]
         answer = {"result": {"resolved": True}, "usage": []}
-        assert worker.post(f"/api/worker/evaluations/{first}/result", json=answer).status_code == 200
+        job = wait_for(lambda: sent_job(data_dir, f"evaluate-{first}"), "the evaluation's job")
+        with service.client("worker_token", job_secret=job["secret"]) as evaluator:
+            assert evaluator.post(f"/api/worker/evaluations/{first}/result", json=answer).status_code == 200
         step_id = wait_for(lambda: pending_step(db, run_id), "the seed's first step to be sent")
+        improve = wait_for(lambda: sent_job(data_dir, f"improve-{step_id}"), "the step's job")
+        worker.headers[JOB_SECRET_HEADER] = improve["secret"]  # the improver of this step
         before = (agent_ids(db), agent_refs(data_dir), row_counts(db))
 
         fill_disk(small_disk / "ballast")

@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from sqlalchemy import create_engine, select, text
 
+from contracts.jobs import JOB_SECRET_HEADER
 from contracts.settings import Settings
 from service.api.app import create_app
 from service.db.models import Event, Run
@@ -26,6 +27,7 @@ from service.driver.loop import RunDriver
 from tests.helpers import import_seed
 from tests.servers import AppService, app_service, free_port, service_env
 from tests.service.driver_world import T, World
+from tests.service.helpers import sent_job
 
 
 def driver_errors(world: World, run_id: str) -> list[dict[str, Any]]:
@@ -170,6 +172,8 @@ def test_health_while_the_database_is_broken_and_the_run_completes_once_mended(
             lambda: (r := anonymous.get("/api/health")).status_code == 200 and r, "health to be ok again"
         )
         assert healthy.json()["driver"]["consecutive_failures"] == 0
+        job = wait_for(lambda: sent_job(service.data_dir, f"evaluate-{pending}"), "the evaluation's job")
+        worker.headers[JOB_SECRET_HEADER] = job["secret"]
         answer = worker.post(
             f"/api/worker/evaluations/{pending}/result",
             json={"result": {"resolved": True}, "usage": []},

@@ -67,7 +67,7 @@ def test_the_service_logs_a_job_sent_and_its_result_with_their_ids(service: AppS
     with json_log_lines() as lines:
         with log_ids(run_id=run_id):  # as the driver's tick does for each run
             dispatcher.evaluate(job)
-        with service.worker as worker:
+        with service.client("worker_token", job_secret=job.secret) as worker:
             response = worker.post(
                 f"/api/worker/evaluations/{job.evaluation_id}/result",
                 json={"result": {"resolved": True}, "usage": []},

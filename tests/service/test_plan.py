@@ -156,6 +156,7 @@ def test_a_job_carries_typed_options_through_json() -> None:
             "run_id": "r",
             "limits": {},
             "budget": {},
+            "secret": "s" * 32,
             "evaluation_id": "e",
             "agent_id": SEED,
             "task_id": "a",

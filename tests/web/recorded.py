@@ -34,6 +34,7 @@ from service.driver.stages import admit, advance
 from service.lifecycle import EvaluationStatus, MemberStatus
 from service.steps import open_step
 from tests.servers import ServiceProcess, free_port, service_env, start_service
+from tests.service.helpers import dispatched
 from tests.web import outcomes
 
 PROMPT = "agent/prompts/system.md"
@@ -147,6 +148,7 @@ class Recorded:
     def open_step(self, parent_id: str) -> str:
         with self.session() as session:
             step = open_step(session, run_id=self.run_id, parent_id=parent_id)
+            dispatched(step)  # sent to a worker: the `worker` client shows its secret
             session.commit()
             return step.id
 
@@ -223,6 +225,8 @@ class Recorded:
             evaluation = session.get(Evaluation, evaluation_id)
             assert evaluation is not None
             task_id = evaluation.task_id
+            dispatched(evaluation)
+            session.commit()
         self.attempts += 1
         submission = EvaluationSubmission(
             result=outcomes.task_result(task_id, resolved=resolved, attempt=self.attempts, tampered=tampered),

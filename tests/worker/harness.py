@@ -250,16 +250,19 @@ def evaluation_stack(
     script: Script = SCRIPT,
     benchmark: dict[str, Any] | None = None,
     task_id: str = TASK_ID,
+    service_settings: dict[str, str] | None = None,
 ) -> Iterator[EvaluationStack]:
     """Service, scripted model and worker context; everything is stopped and removed on exit.
 
     `script` drives the model; `benchmark` ({name, options}) and `task_id` are what runs
-    are on unless an `evaluate` call names others (default: clade-mini, TASK_ID).
+    are on unless an `evaluate` call names others (default: clade-mini, TASK_ID);
+    `service_settings` are more CLADE_* settings for the service process.
     """
     with ExitStack() as stack:
         llm = stack.enter_context(ScriptedServer(script, api_key=secret))
         database = root / "service" / "clade.db"
-        service = start_service(service_env(root / "service", f"sqlite:///{database}", free_port()))
+        env = service_env(root / "service", f"sqlite:///{database}", free_port(), **(service_settings or {}))
+        service = start_service(env)
         stack.callback(service.stop)
         engine = make_engine(f"sqlite:///{database}")
         stack.callback(engine.dispose)

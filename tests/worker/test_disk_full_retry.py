@@ -18,7 +18,7 @@ from contracts.benchmark_options import CladeMiniConfig
 from contracts.config import LimitsConfig
 from contracts.jobs import IMPROVE_TASK, Budget, ImproveJob
 from tests.helpers import fill_disk, import_seed
-from tests.servers import AppService
+from tests.servers import JOB_SECRET, AppService
 from tests.service.helpers import agent_ids, agent_refs, core_patch, open_step_in, start_run
 from worker import improve
 from worker.errors import InfrastructureError
@@ -51,6 +51,7 @@ def test_a_507_is_retried_like_any_infrastructure_failure_then_the_child_is_made
     client = ServiceClient(service.url, service.secrets["worker_token"], transport=transport)
     job = ImproveJob(
         run_id=run_id,
+        secret=JOB_SECRET,  # the one open_step_in dispatched the step with
         limits=LimitsConfig(),
         budget=Budget(),
         step_id=step_id,

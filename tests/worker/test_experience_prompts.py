@@ -62,6 +62,7 @@ class Chat:
 def job(experience: str | None) -> ImproveJob:
     return ImproveJob(
         run_id="r",
+        secret="s" * 32,
         limits=LimitsConfig(),
         budget=Budget(),
         step_id="s",

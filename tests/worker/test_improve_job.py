@@ -71,6 +71,7 @@ def job(
 ) -> ImproveJob:
     return ImproveJob(
         run_id="r",
+        secret="s" * 32,
         limits=LimitsConfig(),
         budget=Budget(run_remaining_usd=1.0),
         step_id="s",
