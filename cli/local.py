@@ -48,10 +48,11 @@ def serve(
     json_logs = settings.log_format == "json"
     if json_logs:
         configure_logging("json", process="service")
-    app = create_app(settings)
+    bind_host = host or where.hostname or "127.0.0.1"
+    app = create_app(settings, bind_host=bind_host)
     uvicorn.run(
         app,
-        host=host or where.hostname or "127.0.0.1",
+        host=bind_host,
         port=port or where.port or 8420,
         log_config=None if json_logs else LOGGING_CONFIG,
     )

@@ -8,6 +8,7 @@ installations share a secret.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import secrets
@@ -35,7 +36,9 @@ class Settings(BaseSettings):
     admin_token: SecretStr | None = None
     worker_token: SecretStr | None = None
     read_token: SecretStr | None = None
-    reads_require_token: bool = False
+    # None: reads need the read (or admin) token unless the service binds to loopback only
+    # (reads_need_token); true or false decides it whatever the address.
+    reads_require_token: bool | None = None
 
     max_patch_bytes: int = 2 * 1024 * 1024
     # Any request body, however it is framed (chunked bodies are counted as they arrive).
@@ -70,6 +73,12 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = "text"
     # A worker serves Prometheus metrics on this port (all interfaces); None: no metrics server.
     worker_metrics_port: int | None = Field(default=None, ge=1, le=65535)
+
+    def reads_need_token(self, bind_host: str) -> bool:
+        """Whether reads need a token for a service listening on `bind_host`."""
+        if self.reads_require_token is not None:
+            return self.reads_require_token
+        return not binds_loopback_only(bind_host)
 
     @property
     def archive_path(self) -> Path:
@@ -113,6 +122,17 @@ class Settings(BaseSettings):
             return self
         stored = load_or_create_secrets(self.data_dir)
         return self.model_copy(update={name: SecretStr(stored[name]) for name in missing})
+
+
+def binds_loopback_only(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and `localhost`; a wildcard (0.0.0.0, ::) or any other address
+    is reachable from elsewhere."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: whatever it resolves to may be reachable
 
 
 def load_or_create_secrets(data_dir: Path) -> dict[str, str]:
