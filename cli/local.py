@@ -41,6 +41,7 @@ def serve(
     from uvicorn.config import LOGGING_CONFIG
 
     from service.api.app import create_app
+    from service.api.connections import server_options
 
     settings = get_settings()
     where = urlparse(settings.service_url)
@@ -55,6 +56,7 @@ def serve(
         host=bind_host,
         port=port or where.port or 8420,
         log_config=None if json_logs else LOGGING_CONFIG,
+        **server_options(settings),
     )
 
 

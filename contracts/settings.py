@@ -40,6 +40,14 @@ class Settings(BaseSettings):
     # (reads_need_token); true or false decides it whatever the address.
     reads_require_token: bool | None = None
 
+    # The HTTP server (service/api/connections.py): open connections at most (fewer when the
+    # descriptor limit leaves less than fd_reserve for the rest), seconds a request's headers may
+    # take to arrive, and seconds an idle kept-alive connection stays open.
+    max_connections: int = Field(default=1000, ge=1)
+    fd_reserve: int = Field(default=256, ge=0)
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    keep_alive_timeout_s: float = Field(default=5.0, gt=0)
+
     max_patch_bytes: int = 2 * 1024 * 1024
     # Any request body, however it is framed (chunked bodies are counted as they arrive).
     max_upload_bytes: int = 64 * 1024 * 1024
