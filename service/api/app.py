@@ -21,12 +21,12 @@ from benchmarks.catalog import BenchmarkCatalog
 from contracts.settings import Settings
 from service.api import api_docs, errors
 from service.api.body_limit import BodyLimitMiddleware
-from service.api.redact import HIDDEN_ERROR
-from service.api.security_headers import SecurityHeadersMiddleware
 from service.api.deps import AdminOnly, IsAdminDep, Reader, Services
+from service.api.redact import HIDDEN_ERROR
 from service.api.responses import add_links, error_responses, errors_in_json
 from service.api.routers import agents, benchmarks, dashboard, runs, seeds, worker
 from service.api.schemas import ConsistencyPublic, DriverHealth, HealthPublic
+from service.api.security_headers import SecurityHeadersMiddleware
 from service.archive import consistency
 from service.archive.git_store import GitStore
 from service.archive.limits import AgentLimits

@@ -91,7 +91,9 @@ def test_a_cut_or_garbled_seed_upload_is_never_a_500(service: AppService) -> Non
     rng = random.Random(15)
     whole = _small_seed("w:gz")
     uploads = [whole[:cut] for cut in range(len(whole))]
-    uploads += [_small_seed(mode)[:cut] for mode in ("w:bz2", "w:xz", "w:") for cut in (0, 1, 10, 50, 100, 600)]
+    uploads += [
+        _small_seed(mode)[:cut] for mode in ("w:bz2", "w:xz", "w:") for cut in (0, 1, 10, 50, 100, 600)
+    ]
     uploads += [rng.randbytes(rng.randrange(1, 2000)) for _ in range(40)]
     garbled = bytearray(whole)
     for _ in range(40):
@@ -100,7 +102,11 @@ def test_a_cut_or_garbled_seed_upload_is_never_a_500(service: AppService) -> Non
     with service.admin as admin:
         for data in uploads:
             response = admin.post("/api/seeds", files={"file": ("a.tgz", data)})
-            assert response.status_code in (200, 201, 413, 422), (len(data), response.status_code, response.text)
+            assert response.status_code in (200, 201, 413, 422), (
+                len(data),
+                response.status_code,
+                response.text,
+            )
             if response.status_code == 422:
                 assert "upload" in response.text or "agent.toml" in response.text, response.text
         assert admin.post("/api/seeds", files={"file": ("a.tgz", whole)}).status_code in (200, 201)
@@ -125,7 +131,9 @@ def test_internal_error_texts_are_for_admins_only(service: AppService, seed_id: 
 
 
 def test_reads_need_a_token_unless_the_service_binds_to_loopback(tmp_path: Path) -> None:
-    assert binds_loopback_only("127.0.0.1") and binds_loopback_only("::1") and binds_loopback_only("localhost")
+    assert (
+        binds_loopback_only("127.0.0.1") and binds_loopback_only("::1") and binds_loopback_only("localhost")
+    )
     assert not binds_loopback_only("0.0.0.0") and not binds_loopback_only("::")
     assert not binds_loopback_only("10.1.2.3") and not binds_loopback_only("service")
     assert Settings(reads_require_token=False).reads_need_token("0.0.0.0") is False
