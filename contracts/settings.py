@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     header_timeout_s: float = Field(default=10.0, gt=0)
     keep_alive_timeout_s: float = Field(default=5.0, gt=0)
 
+    # A request that needs a benchmark loaded waits this long, then answers 503 (the load goes on).
+    benchmark_load_wait_s: float = Field(default=20.0, gt=0)
+
     max_patch_bytes: int = 2 * 1024 * 1024
     # Any request body, however it is framed (chunked bodies are counted as they arrive).
     max_upload_bytes: int = 64 * 1024 * 1024

@@ -65,7 +65,12 @@ def build_services(settings: Settings) -> Services:
         limits=AgentLimits.from_settings(settings),
     )
     return Services(
-        settings=settings, engine=engine, sessions=sessions, archive=archive, catalog=BenchmarkCatalog()
+        settings=settings,
+        engine=engine,
+        sessions=sessions,
+        archive=archive,
+        # No download inside a request (`clade bench prepare` fetches ahead), no request waits long.
+        catalog=BenchmarkCatalog(offline=True, wait_s=settings.benchmark_load_wait_s),
     )
 
 
