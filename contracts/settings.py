@@ -152,7 +152,7 @@ def load_or_create_secrets(data_dir: Path) -> dict[str, str]:
         stored: dict[str, str] = json.loads(path.read_text())
         if all(name in stored for name in TOKEN_NAMES):
             return stored
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     stored = {name: secrets.token_urlsafe(32) for name in TOKEN_NAMES}
     tmp = path.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -42,7 +42,7 @@ log = logging.getLogger("clade.service")
 
 def build_services(settings: Settings) -> Services:
     """Migrate the database, open the archive and repair any disagreement between them."""
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     empty_tmp(settings.tmp_dir)
     url = settings.resolved_database_url
     upgrade(url)
