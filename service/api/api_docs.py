@@ -1,4 +1,5 @@
-"""`/docs`: Swagger UI from the pinned `swagger-ui-bundle` package, served by the service itself.
+"""`/docs`: Swagger UI from the pinned `swagger-ui-bundle-v2` package (module `swagger_ui_bundle`),
+served by the service itself.
 
 No script comes from a CDN (a floating version, without integrity, would run on the origin whose
 localStorage holds the admin token). ReDoc ships no such package and is not served; the OpenAPI
