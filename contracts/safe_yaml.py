@@ -23,7 +23,7 @@ class YamlInputError(ValueError):
     """The text is not YAML, or is YAML this project does not read (aliases, too deep, too long)."""
 
 
-def _where(mark: yaml.Mark | None) -> str:
+def _where(mark: Any) -> str:
     return f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
 
 
@@ -36,8 +36,8 @@ class _BoundedLoader(yaml.SafeLoader):
         super().__init__(stream)
         self._depth = 0
 
-    def compose_node(self, parent: Node | None, index: object) -> Node | None:
-        event = self.peek_event()
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
         if isinstance(event, yaml.AliasEvent):
             raise YamlInputError(f"{_where(event.start_mark)}aliases (*{event.anchor}) are not accepted")
         anchor = getattr(event, "anchor", None)
@@ -50,7 +50,7 @@ class _BoundedLoader(yaml.SafeLoader):
                 where = _where(event.start_mark)
                 raise YamlInputError(f"{where}nested more than {self.max_depth} levels deep")
         try:
-            node: Node | None = super().compose_node(parent, index)  # type: ignore[no-untyped-call]
+            node: Node | None = super().compose_node(parent, index)
         finally:
             if nests:
                 self._depth -= 1

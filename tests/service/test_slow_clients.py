@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.helpers import tar_of, write_agent
 from tests.servers import ServiceProcess, free_port, service_env, start_service
 
 
@@ -87,3 +89,22 @@ def test_connections_past_the_limit_are_closed_at_once(tmp_path: Path) -> None:
             else:
                 raise AssertionError("the service did not answer after the held connections closed")
         assert "refused a connection: 12 open" in service.log()
+
+
+def test_downloads_nobody_reads_hold_no_database_connection(tmp_path: Path) -> None:
+    """20 exports started and never read (SQLite's pool holds 15 connections): every other
+    request is still answered, since no session stays open while an answer is sent."""
+    with _service(tmp_path) as service:
+        root = write_agent(tmp_path / "big")
+        for index in range(3):
+            (root / f"blob-{index}.bin").write_bytes(os.urandom(4 * 1024 * 1024))
+        with service.admin as admin:
+            big = admin.post("/api/seeds", files={"file": ("big.tgz", tar_of(root))}).json()["id"]
+        with ExitStack() as stack:
+            for _ in range(20):
+                sock = stack.enter_context(_connect(service.url))
+                sock.sendall(f"GET /api/agents/{big}/export HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            with service.anonymous as reader:
+                for _ in range(5):
+                    assert reader.get("/api/agents").status_code == 200
+                    assert reader.get(f"/api/agents/{big}").status_code == 200
