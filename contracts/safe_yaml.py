@@ -61,8 +61,9 @@ def load_yaml(text: str, *, max_chars: int = MAX_YAML_CHARS) -> Any:
     """The value of a YAML (or JSON) document; raises YamlInputError naming the problem."""
     if len(text) > max_chars:
         raise YamlInputError(f"the text is {len(text)} characters long (at most {max_chars})")
-    loader = _BoundedLoader(text)
+    loader: _BoundedLoader | None = None
     try:
+        loader = _BoundedLoader(text)  # its reader refuses control characters at once
         return loader.get_single_data()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -75,4 +76,5 @@ def load_yaml(text: str, *, max_chars: int = MAX_YAML_CHARS) -> Any:
     except RecursionError as exc:  # below the depth bound on a small stack; never a crash
         raise YamlInputError("the text is nested too deeply") from exc
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()

@@ -39,6 +39,7 @@ def test_yaml_loader_refuses_aliases_depth_and_length() -> None:
         ("n: " + "9" * 6000 + "\n", "a value cannot be read"),
         ("x" * 1_000_001, "at most 1000000"),
         ("name: [unclosed", "line 1"),
+        ("name: a\x1db\n", "not valid YAML"),
     ]:
         with pytest.raises(YamlInputError, match=problem.replace("(", r"\(").replace(")", r"\)")):
             load_yaml(text)
