@@ -1,11 +1,12 @@
 """Benchmarks loaded once per configuration (name and typed options).
 
 A load can take long (a dataset of thousands of instances). Each configuration loads on its
-own, in the catalog's few loader threads: no lock is held across a load, so other
-configurations and the catalog's listing never wait on it. A caller may wait a bounded time
-(`wait_s`); past it BenchmarkLoadPending says so and the load goes on, its result kept for
-the next call. `offline` keeps loads from the network (the service: no fetch inside a
-request; `clade bench prepare` fetches ahead).
+own: no lock is held across a load, so other configurations and the catalog's listing never
+wait on it, and callers asking for the same one wait on the one load. With `wait_s` (the
+service) loads run in the catalog's few loader threads and a caller waits at most that long;
+past it BenchmarkLoadPending says so and the load goes on, its result kept for the next call.
+Without it (workers) the first caller loads in its own thread. `offline` keeps loads from the
+network (the service: no fetch inside a request; `clade bench prepare` fetches ahead).
 """
 
 from __future__ import annotations
@@ -52,20 +53,32 @@ class BenchmarkCatalog:
         key = config.model_dump_json()
         with self._lock:
             load = self._loads.get(key)
-            if load is None or (load.done() and load.exception() is not None):
+            starts = load is None or (load.done() and load.exception() is not None)
+            if starts:
                 # A failed load is tried again: the file may exist now, the cache be filled.
-                load = self._loader().submit(build_benchmark, config, offline=self.offline)
-                self._loads[key] = load
+                load = self._loads[key] = Future()
+        assert load is not None
+        if starts and self.wait_s is None:
+            self._fill(load, config)  # in the caller's thread (a worker's process may be forked)
+        elif starts:
+            self._loader().submit(self._fill, load, config)
         try:
             return load.result(timeout=self.wait_s)
         except FutureTimeout:
             assert self.wait_s is not None
             raise BenchmarkLoadPending(config.name, self.wait_s) from None
 
+    def _fill(self, load: Future[Benchmark], config: BenchmarkConfig) -> None:
+        try:
+            load.set_result(build_benchmark(config, offline=self.offline))
+        except Exception as exc:  # noqa: BLE001 (not swallowed: every caller waiting on it raises it)
+            load.set_exception(exc)
+
     def _loader(self) -> ThreadPoolExecutor:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(LOADER_THREADS, thread_name_prefix="benchmark-load")
-        return self._pool
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(LOADER_THREADS, thread_name_prefix="benchmark-load")
+            return self._pool
 
     def describe(self) -> list[dict[str, Any]]:
         """Every benchmark with its default options: task count and subsets (or why it cannot load)."""

@@ -68,3 +68,21 @@ def test_a_named_dataset_is_never_downloaded_inside_a_request(service: AppServic
     assert response.status_code in (422, 503), response.text
     assert "clade bench prepare" in response.text, response.text
     assert listing.status_code == 200
+
+
+def test_without_a_wait_the_caller_loads_and_others_share_its_load(
+    slow_folder: threading.Event, tmp_path: Path
+) -> None:
+    """A worker's catalog: no loader threads, still no lock across a load."""
+    catalog = BenchmarkCatalog()
+    slow = benchmark_config("folder", {"path": str(tmp_path)})
+    got: list[Benchmark] = []
+    callers = [threading.Thread(target=lambda: got.append(catalog.get(slow))) for _ in range(2)]
+    for caller in callers:
+        caller.start()
+    assert len(catalog.get(benchmark_config("clade-mini")).tasks()) > 0
+    assert not slow_folder.is_set() and got == []
+    slow_folder.set()
+    for caller in callers:
+        caller.join(60)
+    assert len(got) == 2 and got[0] is got[1]
