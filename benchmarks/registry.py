@@ -48,8 +48,9 @@ def get_benchmark(name: str, **options: Any) -> Benchmark:
     return factory(**options)
 
 
-def build_benchmark(config: AnyBenchmarkConfig) -> Benchmark:
-    """The benchmark of a run configuration, its options already validated (typed)."""
+def build_benchmark(config: AnyBenchmarkConfig, *, offline: bool = False) -> Benchmark:
+    """The benchmark of a run configuration, its options already validated (typed).
+    `offline`: a dataset named rather than given as a file is read from the local cache only."""
     factory = _registered.get(config.name)
     if factory is not None:  # a replacement registered under a built-in name
         return factory(**config.options.model_dump(exclude_unset=True))
@@ -61,7 +62,7 @@ def build_benchmark(config: AnyBenchmarkConfig) -> Benchmark:
         case SWEbenchConfig():
             from benchmarks.swebench import SWEbench
 
-            return SWEbench(config.options)
+            return SWEbench(config.options, offline=offline)
         case PolyglotConfig():
             from benchmarks.polyglot import Polyglot
 

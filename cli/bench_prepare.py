@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import typer
 from rich.table import Table
 
@@ -17,7 +19,8 @@ def prepare(
     option: OptionPairs = None,
     options: OptionsFile = None,
 ) -> None:
-    """Build or pull every image a run on NAME needs (base image, agent runtime, task images)."""
+    """Load NAME's tasks (a named dataset is downloaded into the local cache, which the service
+    reads, never downloading in a request) and build or pull every image a run on NAME needs."""
     from benchmarks.base import BenchmarkError
     from benchmarks.prepare import prepare_images
     from benchmarks.registry import build_benchmark
@@ -30,7 +33,11 @@ def prepare(
     settings = get_settings()
     with reported_errors():
         try:
+            err_console.print(f"loading {name}'s tasks (a named dataset downloads the first time) ...")
+            started = time.monotonic()
             benchmark = build_benchmark(config)
+            loaded = time.monotonic() - started
+            err_console.print(f"{len(benchmark.tasks())} tasks loaded in {loaded:.1f} s", highlight=False)
             prepared = prepare_images(
                 benchmark,
                 client=connect(),

@@ -26,8 +26,9 @@ def db_upgrade() -> None:
     """Apply database migrations (the service also does this when it starts)."""
     from service.db.migrate import upgrade
 
+    os.umask(0o077)  # a new SQLite database is for this user only
     settings = get_settings()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     upgrade(settings.resolved_database_url)
     typer.echo(f"database at {settings.resolved_database_url} is up to date")
 
@@ -41,19 +42,24 @@ def serve(
     from uvicorn.config import LOGGING_CONFIG
 
     from service.api.app import create_app
+    from service.api.connections import server_options
 
+    # Whatever the service creates (database, archive, broker files, logs) is for this user only.
+    os.umask(0o077)
     settings = get_settings()
     where = urlparse(settings.service_url)
     # JSON lines: uvicorn's own loggers pass their records to the root's JSON handler (log_config=None).
     json_logs = settings.log_format == "json"
     if json_logs:
         configure_logging("json", process="service")
-    app = create_app(settings)
+    bind_host = host or where.hostname or "127.0.0.1"
+    app = create_app(settings, bind_host=bind_host)
     uvicorn.run(
         app,
-        host=host or where.hostname or "127.0.0.1",
+        host=bind_host,
         port=port or where.port or 8420,
         log_config=None if json_logs else LOGGING_CONFIG,
+        **server_options(settings),
     )
 
 

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-import yaml
 from rich.text import Text
 
 from cli.output import err_console
@@ -23,6 +22,7 @@ from contracts.benchmark_options import (
     SWEbenchConfig,
     benchmark_config,
 )
+from contracts.safe_yaml import YamlInputError, load_yaml
 
 # Exit code of a command given wrong options (as for any usage error).
 USAGE_ERROR = 2
@@ -62,8 +62,8 @@ def parse_pairs(pairs: list[str]) -> dict[str, Any]:
         if not sep or not key:
             raise OptionSyntaxError(f"--option {pair!r}: expected KEY=VALUE")
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError as exc:
+            value = load_yaml(raw) if raw.strip() else ""
+        except YamlInputError as exc:
             raise OptionSyntaxError(f"--option {key}: cannot read {raw!r} as a value ({exc})") from exc
         *parents, leaf = key.split(".")
         target = options
@@ -78,11 +78,11 @@ def parse_pairs(pairs: list[str]) -> dict[str, Any]:
 
 def read_options_file(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text())
+        data = load_yaml(path.read_text())
     except OSError as exc:
         raise OptionSyntaxError(f"--options {path}: {exc.strerror or exc}") from exc
-    except yaml.YAMLError as exc:
-        raise OptionSyntaxError(f"--options {path}: not YAML or JSON ({exc})") from exc
+    except YamlInputError as exc:
+        raise OptionSyntaxError(f"--options {path}: {exc}") from exc
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import yaml
 from rich.markup import escape
 from rich.table import Table
 
 from cli.client import CliError
 from cli.context import CliContext
 from cli.output import RUN_COLUMNS, fmt_counts, fmt_interval, fmt_score, reported_errors, run_row, short
+from contracts.safe_yaml import YamlInputError, load_yaml
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -117,9 +117,9 @@ def _read_config(path: Path) -> Any:
     if not path.is_file():
         raise CliError(f"{path}: no such file")
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise CliError(f"{path}: not valid YAML: {exc}") from exc
+        data = load_yaml(path.read_text())
+    except YamlInputError as exc:
+        raise CliError(f"{path}: {exc}") from exc
     if not isinstance(data, dict):
         raise CliError(f"{path}: a run configuration must be a mapping")
     return data

@@ -68,9 +68,10 @@ def write_demo_script(settings: Settings) -> Path:
 @contextmanager
 def local_stack(settings: Settings, *, concurrency: int) -> Iterator[Stack]:
     """Start the processes, wait until the service answers, stop them all on exit."""
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    # The database, archive, broker and secrets live here: for this user only.
+    settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     log_dir = settings.data_dir / "logs"
-    log_dir.mkdir(exist_ok=True)
+    log_dir.mkdir(exist_ok=True, mode=0o700)
     env = dict(os.environ) | {
         "CLADE_DATA_DIR": str(settings.data_dir),
         "CLADE_SERVICE_URL": settings.service_url,
@@ -90,7 +91,8 @@ def local_stack(settings: Settings, *, concurrency: int) -> Iterator[Stack]:
             argv = ["-m", "worker.llm.scripted", "--script", str(script), "--port", str(port)]
             _spawn(stack, "scripted-model", argv, env)
             env["CLADE_LLM_BASE_URL"] = stack.llm_base_url
-        _spawn(stack, "service", ["-m", "cli.main", "serve"], env)
+        # Only workers call the model: the service process never holds its key.
+        _spawn(stack, "service", ["-m", "cli.main", "serve"], service_env(env))
         _wait_for(stack, f"{settings.service_url}/api/health")
         _spawn(stack, "worker", ["-m", "cli.main", "worker", "--concurrency", str(concurrency)], env)
         yield stack
@@ -103,6 +105,14 @@ def local_stack(settings: Settings, *, concurrency: int) -> Iterator[Stack]:
                 process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+SERVICE_WITHHELD = ("CLADE_LLM_API_KEY",)
+
+
+def service_env(env: dict[str, str]) -> dict[str, str]:
+    """The environment of the service process: the stack's, less what only workers need."""
+    return {name: value for name, value in env.items() if name not in SERVICE_WITHHELD}
 
 
 def _spawn(stack: Stack, name: str, argv: list[str], env: dict[str, str]) -> None:

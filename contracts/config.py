@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from contracts.benchmark_options import BenchmarkConfig, CladeMiniConfig, validate_benchmark
+from contracts.safe_yaml import YamlInputError, load_yaml
 
 
 class ConfigFieldError(ValueError):
@@ -216,7 +216,10 @@ class RunConfig(StrictModel):
 
 def load_run_config(path: Path) -> RunConfig:
     """Read a YAML or JSON run configuration; raises pydantic's ValidationError on bad input."""
-    data = yaml.safe_load(path.read_text())
+    try:
+        data = load_yaml(path.read_text())
+    except YamlInputError as exc:
+        raise YamlInputError(f"{path}: {exc}") from exc
     if not isinstance(data, dict):
         raise ValueError(f"{path}: a run configuration must be a mapping at the top level")
     return RunConfig.model_validate(data)

@@ -8,6 +8,7 @@ installations share a secret.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import secrets
@@ -35,7 +36,20 @@ class Settings(BaseSettings):
     admin_token: SecretStr | None = None
     worker_token: SecretStr | None = None
     read_token: SecretStr | None = None
-    reads_require_token: bool = False
+    # None: reads need the read (or admin) token unless the service binds to loopback only
+    # (reads_need_token); true or false decides it whatever the address.
+    reads_require_token: bool | None = None
+
+    # The HTTP server (service/api/connections.py): open connections at most (fewer when the
+    # descriptor limit leaves less than fd_reserve for the rest), seconds a request's headers may
+    # take to arrive, and seconds an idle kept-alive connection stays open.
+    max_connections: int = Field(default=1000, ge=1)
+    fd_reserve: int = Field(default=256, ge=0)
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    keep_alive_timeout_s: float = Field(default=5.0, gt=0)
+
+    # A request that needs a benchmark loaded waits this long, then answers 503 (the load goes on).
+    benchmark_load_wait_s: float = Field(default=20.0, gt=0)
 
     max_patch_bytes: int = 2 * 1024 * 1024
     # Any request body, however it is framed (chunked bodies are counted as they arrive).
@@ -70,6 +84,12 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = "text"
     # A worker serves Prometheus metrics on this port (all interfaces); None: no metrics server.
     worker_metrics_port: int | None = Field(default=None, ge=1, le=65535)
+
+    def reads_need_token(self, bind_host: str) -> bool:
+        """Whether reads need a token for a service listening on `bind_host`."""
+        if self.reads_require_token is not None:
+            return self.reads_require_token
+        return not binds_loopback_only(bind_host)
 
     @property
     def archive_path(self) -> Path:
@@ -115,13 +135,24 @@ class Settings(BaseSettings):
         return self.model_copy(update={name: SecretStr(stored[name]) for name in missing})
 
 
+def binds_loopback_only(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and `localhost`; a wildcard (0.0.0.0, ::) or any other address
+    is reachable from elsewhere."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: whatever it resolves to may be reachable
+
+
 def load_or_create_secrets(data_dir: Path) -> dict[str, str]:
     path = data_dir / "secrets.json"
     if path.exists():
         stored: dict[str, str] = json.loads(path.read_text())
         if all(name in stored for name in TOKEN_NAMES):
             return stored
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     stored = {name: secrets.token_urlsafe(32) for name in TOKEN_NAMES}
     tmp = path.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -36,13 +36,20 @@ class SWEbench:
     name = "swebench"
 
     def __init__(
-        self, options: SWEbenchOptions, *, docker_client: Any = None, harness: Harness | None = None
+        self,
+        options: SWEbenchOptions,
+        *,
+        docker_client: Any = None,
+        harness: Harness | None = None,
+        offline: bool = False,
     ) -> None:
         self.options = options
         self.harness = harness or load_harness()
         self._client = docker_client
         self._lock = threading.Lock()
-        rows = load_rows(options.dataset, split=options.split, timeout_s=options.dataset_timeout_s)
+        rows = load_rows(
+            options.dataset, split=options.split, timeout_s=options.dataset_timeout_s, offline=offline
+        )
         by_id = _index(rows, options.dataset)
         named = self._named_subsets(by_id)
         selected = self._select(by_id, named)

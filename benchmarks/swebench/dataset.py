@@ -34,14 +34,25 @@ OFFLINE_HINT = (
     "and pass its path as `dataset`; or set HF_HUB_OFFLINE=1 to read only the local cache."
 )
 
+# Read from the local cache only: the hub client and the datasets package both obey these.
+OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+PREPARE_HINT = (
+    "The service reads named datasets from this machine's local cache only, never downloading "
+    "inside a request: fetch it ahead with `clade bench prepare swebench --option dataset={name}` "
+    "on the service's machine, or pass a JSON, JSONL or parquet file as `dataset`."
+)
+
 
 class DatasetError(BenchmarkError, ValueError):
     """The instances cannot be read: missing file, bad content, unreachable dataset."""
 
 
-def load_rows(dataset: str, *, split: str = "test", timeout_s: float = 60.0) -> list[Row]:
+def load_rows(
+    dataset: str, *, split: str = "test", timeout_s: float = 60.0, offline: bool = False
+) -> list[Row]:
     """Every instance of `dataset`: a file path, a folder holding `<split>.parquet|.jsonl|.json`,
-    or a dataset name (e.g. "SWE-bench/SWE-bench_Lite", or an alias such as "lite")."""
+    or a dataset name (e.g. "SWE-bench/SWE-bench_Lite", or an alias such as "lite"); `offline`:
+    a name is read from the local cache only (the service never downloads inside a request)."""
     path = Path(dataset).expanduser()
     if path.suffix.lower() in FILE_SUFFIXES:
         return read_file(path)
@@ -50,7 +61,8 @@ def load_rows(dataset: str, *, split: str = "test", timeout_s: float = 60.0) -> 
             if (path / f"{split}{suffix}").is_file():
                 return read_file(path / f"{split}{suffix}")
         raise DatasetError(f"{path} holds no {split}.parquet, {split}.jsonl or {split}.json")
-    return load_named(ALIASES.get(dataset.strip().lower(), dataset), split=split, timeout_s=timeout_s)
+    name = ALIASES.get(dataset.strip().lower(), dataset)
+    return load_named(name, split=split, timeout_s=timeout_s, offline=offline)
 
 
 def read_file(path: Path) -> list[Row]:
@@ -74,7 +86,7 @@ def read_file(path: Path) -> list[Row]:
     return rows
 
 
-def load_named(name: str, *, split: str, timeout_s: float) -> list[Row]:
+def load_named(name: str, *, split: str, timeout_s: float, offline: bool = False) -> list[Row]:
     """A dataset from the hub (or its local cache), through the `datasets` package.
 
     It loads in a child process, killed at `timeout_s`: the hub client retries for long
@@ -83,8 +95,10 @@ def load_named(name: str, *, split: str, timeout_s: float) -> list[Row]:
     _optional("datasets", f"loading the dataset {name!r} needs the datasets package")
     with tempfile.TemporaryDirectory(prefix="clade-swebench-dataset-") as tmp:
         out = Path(tmp) / "rows.jsonl"
+        env = os.environ | OFFLINE_ENV if offline else None
         child = subprocess.Popen(
             loader_command(name, split, out),
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -102,7 +116,8 @@ def load_named(name: str, *, split: str, timeout_s: float) -> list[Row]:
             ) from None
         if child.returncode != 0:
             why = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit code {child.returncode}"
-            raise DatasetError(f"cannot load the dataset {name!r} (split {split!r}): {why}. {OFFLINE_HINT}")
+            hint = PREPARE_HINT.format(name=name) if offline else OFFLINE_HINT
+            raise DatasetError(f"cannot load the dataset {name!r} (split {split!r}): {why}. {hint}")
         return read_file(out)
 
 

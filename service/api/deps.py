@@ -46,7 +46,9 @@ def get_archive(services: ServicesDep) -> Archive:
     return services.archive
 
 
-SessionDep = Annotated[Session, Depends(get_session)]
+# Closed when the endpoint has built its answer, before a byte of it is sent: a client that reads
+# slowly (or never) holds no database connection, however long its download or stream takes.
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 ArchiveDep = Annotated[Archive, Depends(get_archive)]
 
 _bearer = HTTPBearer(auto_error=False)
@@ -98,14 +100,21 @@ def worker_identity(services: ServicesDep, credentials: CredentialsDep) -> Worke
     raise _refuse("worker")
 
 
+def caller_is_admin(services: ServicesDep, credentials: CredentialsDep) -> bool:
+    """Whether the request carries the admin token: error texts (host paths, SQL) are for admins."""
+    return _matches(credentials, services.settings.admin_token)
+
+
 def require_reader(services: ServicesDep, credentials: CredentialsDep) -> None:
     settings = services.settings
-    if not settings.reads_require_token:
+    # create_app resolved None (the default) for its bind address; unresolved, reads stay closed.
+    if settings.reads_require_token is False:
         return
     if not _matches(credentials, settings.read_token, settings.admin_token, settings.worker_token):
         raise _refuse("read")
 
 
+IsAdminDep = Annotated[bool, Depends(caller_is_admin)]
 AdminOnly = Depends(require_admin)
 WorkerOnly = Depends(worker_identity)
 WorkerDep = Annotated[WorkerIdentity, Depends(worker_identity)]

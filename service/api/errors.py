@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from benchmarks.catalog import BenchmarkLoadPending
 from contracts.config import ConfigFieldError
 from contracts.errors import ConflictError, InvalidAgentError, NotFoundError, PatchError, StorageFullError
 from service.archive.limits import TooLargeError
@@ -86,7 +87,17 @@ async def _database_error(request: Request, exc: Exception) -> JSONResponse:
     raise exc
 
 
+async def _still_loading(_request: Request, exc: Exception) -> JSONResponse:
+    """A benchmark that loads longer than a request waits: 503 to retry; the load goes on."""
+    return JSONResponse(
+        status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+        content={"detail": str(exc)},
+        headers={"Retry-After": "10"},
+    )
+
+
 def install(app: FastAPI) -> None:
+    app.add_exception_handler(BenchmarkLoadPending, _still_loading)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(UnknownAgentError, _bad_field)

@@ -46,8 +46,9 @@ def extract_tar(source: bytes | IO[bytes], dest: Path, limits: AgentLimits) -> N
     fileobj = io.BytesIO(source) if isinstance(source, bytes) else source
     try:
         archive = tarfile.open(fileobj=fileobj, mode="r:*", tarinfo=_BoundedTarInfo)  # noqa: SIM115
-    except tarfile.TarError as exc:
-        raise InvalidAgentError(f"upload is not a tar archive: {exc}") from exc
+    except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError) as exc:
+        # A gzip stream cut inside its first block raises EOFError while tarfile reads the first header.
+        raise InvalidAgentError(f"upload is not a tar archive: {exc or type(exc).__name__}") from exc
     try:
         with archive:
             _extract_members(archive, dest, limits)

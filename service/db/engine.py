@@ -8,12 +8,14 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, *, pool_size: int = 10, max_overflow: int = 20) -> Engine:
+    """Each engine has its own connection pool: the run driver gets one of its own, so that
+    requests holding every API connection cannot starve it."""
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    return create_engine(url, pool_pre_ping=True, pool_size=pool_size, max_overflow=max_overflow)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

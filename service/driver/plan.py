@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from benchmarks.base import Benchmark, BenchmarkError, OptionError
-from benchmarks.catalog import BenchmarkCatalog
+from benchmarks.catalog import BenchmarkCatalog, BenchmarkLoadPending
 from contracts.benchmark_options import BenchmarkConfig
 from contracts.config import (
     BudgetConfig,
@@ -221,6 +221,8 @@ def load_benchmark(catalog: BenchmarkCatalog, config: BenchmarkConfig) -> Benchm
     """The benchmark, or ConfigFieldError at the option it cannot load with."""
     try:
         return catalog.get(config)
+    except BenchmarkLoadPending:
+        raise  # not the configuration's fault: a 503 to retry
     except OptionError as exc:
         raise ConfigFieldError(f"benchmark.options.{exc.field}", str(exc)) from exc
     except (BenchmarkError, OSError) as exc:

@@ -111,7 +111,8 @@ def cluster_factory(tmp_path: Path) -> Iterator[object]:
     claimed: list[str] = []
     claimant = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
-    def make(curriculum: Curriculum, *, visibility_timeout_s: int = 7200) -> Cluster:
+    def make(curriculum: Curriculum, *, visibility_timeout_s: int = 7200, **settings: str) -> Cluster:
+        """`settings`: more of the service's environment (CLADE_HEADER_TIMEOUT_S="2", ...)."""
         broker = claim_redis_db(claimant)
         claimed.append(broker)
         server = ScriptedServer(
@@ -127,6 +128,7 @@ def cluster_factory(tmp_path: Path) -> Iterator[object]:
             CLADE_RUN_DRIVER_ENABLED="true",
             CLADE_DRIVER_INTERVAL_S="0.5",
             CLADE_BROKER_VISIBILITY_TIMEOUT_S=str(visibility_timeout_s),
+            **settings,
         )
         cluster = Cluster(
             service=start_service(env), broker_url=broker, llm_url=server.base_url, root=tmp_path

@@ -36,7 +36,10 @@ def cluster(base_image: str) -> Iterator[NetnsCluster]:
 
 
 def run_state(cluster: NetnsCluster, run_id: str) -> dict[str, Any]:
-    return dict(cluster.request("GET", f"/api/runs/{run_id}", token=None).json())
+    # The service listens on the hub's address, not loopback: reads need the read token.
+    anonymous = cluster.request("GET", f"/api/runs/{run_id}", token=None)
+    assert anonymous.status_code == 401, anonymous.text
+    return dict(cluster.request("GET", f"/api/runs/{run_id}", token="read_token").json())
 
 
 def run_on_two_hosts(cluster: NetnsCluster) -> dict[str, Any]:

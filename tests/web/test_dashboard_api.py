@@ -36,7 +36,9 @@ def test_live_lineage_carries_the_newest_event_id(archive: Recorded) -> None:
 
 def test_config_text_becomes_json_or_a_422_at_the_text(archive: Recorded) -> None:
     parse = "/api/dashboard/parse-config"
-    with archive.service.anonymous as reader:
+    with archive.service.anonymous as anonymous:
+        assert anonymous.post(parse, json={"text": "name: x\n"}).status_code == 401
+    with archive.service.admin as reader:
         yaml_text = "name: x\nbudget: {max_usd: 1.5}\nstages:\n  - {subset: mini-5, threshold: 0.4}\n"
         assert reader.post(parse, json={"text": yaml_text}).json()["config"] == {
             "name": "x",

@@ -12,7 +12,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from fastapi import APIRouter, HTTPException, status
 from fastapi.responses import FileResponse, HTMLResponse, Response
 from fastapi.routing import APIRoute
@@ -20,7 +19,8 @@ from pydantic import BaseModel, Field
 from starlette.routing import Match
 from starlette.types import Scope
 
-from service.api.deps import Reader
+from contracts.safe_yaml import YamlInputError, load_yaml
+from service.api.deps import AdminOnly
 from service.api.responses import error_responses
 from service.api.routes import CheckedRoute
 
@@ -46,10 +46,12 @@ class ParsedConfig(BaseModel):
     config: dict[str, Any]
 
 
+# Admin only: parsing is work done for whoever asks, and only the new-run form (which needs the
+# admin token to start the run anyway) asks.
 api = APIRouter(
     prefix="/api",
     tags=["dashboard"],
-    dependencies=[Reader],
+    dependencies=[AdminOnly],
     route_class=CheckedRoute,
     responses=error_responses(401, 413, 422),
 )
@@ -57,19 +59,17 @@ api = APIRouter(
 
 @api.post("/dashboard/parse-config")
 def parse_config(body: ConfigText) -> ParsedConfig:
-    """A run configuration typed as YAML or JSON, as the JSON object `POST /api/runs` takes."""
+    """A run configuration typed as YAML or JSON, as the JSON object `POST /api/runs` takes.
+    Anchors and aliases are refused, and so is nesting deeper than a JSON body may be."""
     try:
-        data = yaml.safe_load(body.text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise _text_error(f"not valid YAML or JSON: {where}{problem}") from exc
+        data = load_yaml(body.text, max_chars=MAX_CONFIG_CHARS)
+    except YamlInputError as exc:
+        raise _text_error(str(exc)) from exc
     if not isinstance(data, dict):
         raise _text_error("a run configuration must be a mapping (key: value) at the top level")
     # Round-trip through JSON so that YAML-only values (dates, sets) are refused here, not later.
     try:
-        config = json.loads(json.dumps(data))
+        config = json.loads(json.dumps(data, allow_nan=False))
     except (TypeError, ValueError) as exc:
         raise _text_error(f"the configuration holds a value JSON cannot carry: {exc}") from exc
     return ParsedConfig(config=config)

@@ -13,7 +13,8 @@ from sqlalchemy.orm import Session
 from contracts.config import RunConfig
 from contracts.errors import NotFoundError
 from service import experience, lifecycle, queries, runs
-from service.api.deps import AdminOnly, ArchiveDep, Reader, ServicesDep, SessionDep
+from service.api.deps import AdminOnly, ArchiveDep, IsAdminDep, Reader, ServicesDep, SessionDep
+from service.api.redact import event_payload
 from service.api.responses import download, error_responses
 from service.api.routes import CheckedRoute
 from service.api.schemas import (
@@ -182,10 +183,12 @@ def live_lineage(run_id: str, session: SessionDep) -> Response:
 def run_events(
     run_id: str,
     session: SessionDep,
+    admin: IsAdminDep,
     after: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     limit: Limit = 200,
 ) -> list[dict[str, Any]]:
-    """Events after the given id, oldest first: poll with the last id you saw."""
+    """Events after the given id, oldest first: poll with the last id you saw. A `driver_error`'s
+    text is shown with the admin token only."""
     # Compared as a 64-bit integer: bound as the 32-bit column, a large `after` fails in PostgreSQL.
     queries.get_run(session, run_id=run_id)
     rows = session.scalars(
@@ -195,7 +198,12 @@ def run_events(
         .limit(limit)
     )
     return [
-        {"id": e.id, "kind": e.kind, "payload": e.payload, "created_at": e.created_at.isoformat()}
+        {
+            "id": e.id,
+            "kind": e.kind,
+            "payload": event_payload(e.kind, e.payload, admin=admin),
+            "created_at": e.created_at.isoformat(),
+        }
         for e in rows
     ]
 

@@ -151,7 +151,7 @@ export const newRunPage: Page = (main, route) => {
 
   form.querySelector("[data-action='fill']")?.addEventListener("click", () => {
     clearIssues(form);
-    api("post", "/api/dashboard/parse-config", { body: { text: textArea.value } })
+    api("post", "/api/dashboard/parse-config", { body: { text: textArea.value }, admin: true })
       .then(({ config }) => {
         fill(config as JsonObject);
         status.textContent = "The form now holds the pasted configuration.";

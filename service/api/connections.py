@@ -1,0 +1,122 @@
+"""How the HTTP server treats connections, so that clients which never finish cannot pile up.
+
+uvicorn keeps a connection that never completes its request headers for ever, and accepts
+connections until the process runs out of file descriptors (then every request is reset and
+the run driver cannot open a file). Here:
+
+- a request's headers must be complete within `header_timeout_s` of the connection opening
+  (or, on a kept-alive connection, of the request's first byte), else the connection is closed;
+- at most `max_connections` connections are open at once, fewer when the descriptor limit
+  leaves less than `fd_reserve` for everything else (database, git, logs); a connection past
+  the limit is closed as soon as it is accepted, so its descriptor is given back at once;
+- an idle kept-alive connection is closed after `keep_alive_timeout_s` (uvicorn's own timer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+from typing import Any
+
+from uvicorn.config import Config
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.server import ServerState
+
+from contracts.settings import Settings
+
+log = logging.getLogger("clade.service")
+
+
+def raise_fd_limit() -> int:
+    """Raise the soft descriptor limit to the hard one; the soft limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):  # a container may refuse; the old limit stays
+            return soft
+        return target
+    return soft
+
+
+def connection_limit(settings: Settings, fd_limit: int) -> int:
+    """`max_connections`, or fewer so that `fd_reserve` descriptors always stay for the rest."""
+    return max(1, min(settings.max_connections, fd_limit - settings.fd_reserve))
+
+
+class BoundedHttpProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a deadline on request headers and a connection cap."""
+
+    header_timeout_s: float = 10.0
+    max_connections: int = 1000
+
+    def __init__(
+        self,
+        config: Config,
+        server_state: ServerState,
+        app_state: dict[str, Any],
+        _loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        self._header_deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        over = len(self.connections) >= self.max_connections
+        super().connection_made(transport)
+        if over:
+            # Closed before a byte is read: a flood costs a descriptor for an instant only.
+            log.warning("refused a connection: %d open (CLADE_MAX_CONNECTIONS)", len(self.connections) - 1)
+            transport.abort()
+            return
+        self._start_header_deadline()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._start_header_deadline()  # a later request on a kept-alive connection
+
+    def on_headers_complete(self) -> None:
+        self._cancel_header_deadline()
+        super().on_headers_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_header_deadline()
+        super().connection_lost(exc)
+
+    def _start_header_deadline(self) -> None:
+        if self._header_deadline is None:
+            self._header_deadline = self.loop.call_later(self.header_timeout_s, self._headers_too_slow)
+
+    def _cancel_header_deadline(self) -> None:
+        if self._header_deadline is not None:
+            self._header_deadline.cancel()
+            self._header_deadline = None
+
+    def _headers_too_slow(self) -> None:
+        self._header_deadline = None
+        if not self.transport.is_closing():
+            log.warning("closed a connection whose request headers took over %g s", self.header_timeout_s)
+            self.transport.abort()
+
+
+def bounded_protocol(settings: Settings, max_connections: int) -> type[BoundedHttpProtocol]:
+    """The protocol class for this server's settings (uvicorn builds one instance a connection)."""
+    return type(
+        "ServiceHttpProtocol",
+        (BoundedHttpProtocol,),
+        {"header_timeout_s": settings.header_timeout_s, "max_connections": max_connections},
+    )
+
+
+def server_options(settings: Settings) -> dict[str, Any]:
+    """uvicorn.run's keyword arguments for connection handling; raises the descriptor limit."""
+    limit = connection_limit(settings, raise_fd_limit())
+    return {
+        "http": bounded_protocol(settings, limit),
+        # uvicorn answers 503 to requests past this many running requests (its count of
+        # connections includes the asking one, hence the +1: every accepted connection is served).
+        "limit_concurrency": limit + 1,
+        "timeout_keep_alive": settings.keep_alive_timeout_s,
+        "backlog": min(2048, limit),
+    }
