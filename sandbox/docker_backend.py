@@ -20,6 +20,7 @@ from sandbox.base import (
     SandboxSpec,
     SandboxUnavailable,
 )
+from sandbox.ceiling import ResourceCeiling
 from sandbox.docker_sandbox import KEEPER_NAME, KEEPER_SCRIPT, SANDBOX_USER, DockerSandbox
 from sandbox.liveness import ProcessStamp, this_process
 
@@ -33,7 +34,8 @@ class DockerBackend:
     `owner` labels every sandbox (`spec.labels` may set a different owner for one sandbox),
     and so does the stamp of the process that starts it, which lets any other process of
     this host tell when that process is gone (`sandbox.liveness`). Pass a docker `client`,
-    or a `base_url`; with neither, the environment's engine is used.
+    or a `base_url`; with neither, the environment's engine is used. Every spec is clamped
+    to `ceiling` (default: this host's memory less a reserve, its CPUs; `sandbox.ceiling`).
     """
 
     name: str = "docker"
@@ -46,13 +48,16 @@ class DockerBackend:
         owner: str = "clade",
         kill_grace_s: float = 10.0,
         file_timeout_s: float = 60.0,
+        ceiling: ResourceCeiling | None = None,
     ) -> None:
         self._client = client if client is not None else connect(base_url)
+        self.ceiling = ceiling or ResourceCeiling.for_host()
         self.owner = owner
         self._kill_grace_s = kill_grace_s
         self._file_timeout_s = file_timeout_s
 
     def start(self, spec: SandboxSpec) -> DockerSandbox:
+        spec = self.ceiling.clamp(spec)
         labels = {
             OWNER_LABEL: self.owner,
             **spec.labels,

@@ -257,7 +257,8 @@ def test_output_past_every_cap_is_cut(
     assert "flood flood" in result.agent_log
     assert len(str(result.trajectory)) <= MAX_LOG_CHARS + 100
     assert result.diff == ""
-    assert result.failure is not None and "the cap is" in result.failure
+    # Refused from its size alone, before git copied it.
+    assert result.failure == "the agent wrote huge.txt, 20420000 bytes; the patch cap is 2097152 bytes"
     assert len(evaluated.recorded) < 300_000
     assert evaluated.wall_s < 60
     assert_contained(stack, evaluated, secret=secret, hidden=hidden, well_behaved=well_behaved)

@@ -1,0 +1,232 @@
+"""A size-limited host folder for what a sandbox may write (its read-write bind mounts).
+
+A bind mount writes straight to the host's disk: without a limit, an agent fills the
+worker's (on `clade up`, the archive's) file system. `LimitedDisk` gives a folder whose
+growth is bounded, in one of two ways:
+
+- `loop` (when the worker can mount: root with loop devices, as a worker with the Docker
+  socket is): a sparse image file formatted ext4 and loop-mounted at the folder, sized to
+  what is in it plus the limit. A write past the limit fails with ENOSPC inside the
+  sandbox; the host disk never holds more than the image.
+- `watch` (any other host): the folder stays on the host's disk, and a thread measures it
+  every `poll_s`; once it has grown by more than the limit, `on_exceeded` runs (the caller
+  removes the sandbox). Between two polls the agent may write a little past the limit (at
+  disk speed, up to about `poll_s` of writes).
+
+Either way `exceeded` says afterwards whether the limit was reached, so the caller can
+report it as the agent's failure.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import stat
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Literal
+
+log = logging.getLogger(__name__)
+
+MiB = 1024 * 1024
+Enforcement = Literal["auto", "loop", "watch"]
+# Room for ext4's own tables (inodes, bitmaps): about 1.6% at one inode per 16 KiB, and a floor.
+_FS_OVERHEAD_FRACTION = 0.03
+_FS_OVERHEAD_FLOOR = 16 * MiB
+# Less free room than this on a loop disk: the agent filled it.
+_FULL_MARGIN = 1 * MiB
+_UNMOUNT_TRIES = 50
+
+
+class DiskLimitError(RuntimeError):
+    """A limited folder could not be set up (mkfs or mount failed where `loop` was required)."""
+
+
+def can_loop_mount() -> bool:
+    """Whether this process can make loop-mounted file systems (root, tools, a loop device)."""
+    return (
+        os.geteuid() == 0
+        and Path("/dev/loop-control").exists()
+        and all(shutil.which(tool) for tool in ("mkfs.ext4", "mount", "umount"))
+    )
+
+
+class LimitedDisk:
+    """A folder (`path`) that may grow by at most `limit_bytes` once `start` is called.
+
+    Make it with `LimitedDisk.around(staged, ...)`: the staged folder's content is moved
+    onto the limited folder first. `close` unmounts and removes the image (loop), or stops
+    the watcher (watch); the folder's content goes with it in the loop case.
+    """
+
+    def __init__(
+        self, path: Path, limit_bytes: int, mode: Literal["loop", "watch"], image: Path | None
+    ) -> None:
+        self.path = path
+        self.limit_bytes = limit_bytes
+        self.mode = mode
+        self._image = image
+        self._baseline = 0
+        self._exceeded = threading.Event()
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self._mounted = mode == "loop"
+
+    @classmethod
+    def around(
+        cls, staged: Path, dest: Path, limit_bytes: int, enforcement: Enforcement = "auto"
+    ) -> LimitedDisk:
+        """A limited folder at `dest` holding what `staged` holds (which is removed), with room
+        for `limit_bytes` more. `enforcement` "auto" picks `loop` when `can_loop_mount()`."""
+        mode = enforcement if enforcement != "auto" else ("loop" if can_loop_mount() else "watch")
+        if mode == "watch":
+            staged.rename(dest)
+            disk = cls(dest, limit_bytes, "watch", None)
+            disk._baseline = tree_bytes(dest)
+            return disk
+        content = tree_bytes(staged)
+        size = content + limit_bytes
+        size += max(_FS_OVERHEAD_FLOOR, int(size * _FS_OVERHEAD_FRACTION))
+        image = dest.with_name(dest.name + ".img")
+        with open(image, "wb") as handle:
+            handle.truncate(size)  # sparse: the host pays only for what is written
+        dest.mkdir()
+        try:
+            _run(["mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal", "-E", "nodiscard", str(image)])
+            _run(["mount", "-o", "loop,nosuid,nodev", str(image), str(dest)])
+        except DiskLimitError:
+            image.unlink(missing_ok=True)
+            raise
+        disk = cls(dest, limit_bytes, "loop", image)
+        try:
+            (dest / "lost+found").rmdir()
+            os.chmod(dest, stat.S_IMODE(os.stat(staged).st_mode))
+            for entry in staged.iterdir():
+                _move(entry, dest / entry.name)
+            staged.rmdir()
+            disk._baseline = disk.used_bytes()
+        except BaseException:
+            disk.close()
+            raise
+        return disk
+
+    def start(self, on_exceeded: Callable[[], object]) -> None:
+        """From now on the folder may grow by `limit_bytes`; in `watch` mode, `on_exceeded` runs
+        (once, from the watcher thread) when it has grown more."""
+        self._baseline = self.used_bytes()
+        if self.mode == "watch":
+            self._watcher = threading.Thread(
+                target=self._watch, args=(on_exceeded,), name=f"disk-watch:{self.path.name}", daemon=True
+            )
+            self._watcher.start()
+
+    def stop_watching(self) -> None:
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.join()
+            self._watcher = None
+
+    @property
+    def written_bytes(self) -> int:
+        """How much the folder grew since `start`."""
+        return max(self.used_bytes() - self._baseline, 0)
+
+    @property
+    def exceeded(self) -> bool:
+        """Whether the folder reached its limit (the disk filled up, or the watcher tripped)."""
+        if self._exceeded.is_set():
+            return True
+        if self.mode == "loop" and self._mounted:
+            return self.written_bytes >= self.limit_bytes or self.free_bytes() < _FULL_MARGIN
+        return self.written_bytes > self.limit_bytes
+
+    def used_bytes(self) -> int:
+        if self.mode == "loop":
+            vfs = os.statvfs(self.path)
+            return (vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize
+        return tree_bytes(self.path)
+
+    def free_bytes(self) -> int:
+        vfs = os.statvfs(self.path)
+        return vfs.f_bavail * vfs.f_frsize
+
+    def close(self) -> None:
+        """Stop watching; unmount and remove the image (loop). Safe to call twice."""
+        self.stop_watching()
+        if self._mounted:
+            self._unmount()
+            self._mounted = False
+        if self._image is not None:
+            self._image.unlink(missing_ok=True)
+
+    def __enter__(self) -> LimitedDisk:
+        return self
+
+    def __exit__(
+        self, _t: type[BaseException] | None, _e: BaseException | None, _tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _watch(self, on_exceeded: Callable[[], object], poll_s: float = 0.25) -> None:
+        while not self._stop.wait(poll_s):
+            if self.used_bytes() - self._baseline > self.limit_bytes:
+                self._exceeded.set()
+                log.warning(
+                    "%s grew past its limit of %d MiB: stopping its sandbox",
+                    self.path,
+                    self.limit_bytes // MiB,
+                )
+                on_exceeded()
+                return
+
+    def _unmount(self) -> None:
+        # The engine may hold the mount a moment after a container is removed: try again,
+        # then detach it lazily (the loop device goes once the last user lets go).
+        for _ in range(_UNMOUNT_TRIES):
+            done = subprocess.run(["umount", str(self.path)], capture_output=True, text=True)
+            if done.returncode == 0:
+                return
+            time.sleep(0.1)
+        log.warning("%s is busy; detaching it lazily: %s", self.path, done.stderr.strip())
+        _run(["umount", "-l", str(self.path)])
+
+
+def tree_bytes(folder: Path) -> int:
+    """Disk space the tree under `folder` takes (allocated blocks; links are not followed)."""
+    total = 0
+    stack = [str(folder)]
+    while stack:
+        current = stack.pop()
+        try:
+            entries = list(os.scandir(current))
+        except OSError:
+            continue  # removed meanwhile, or unreadable: nothing to count
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            total += st.st_blocks * 512
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(entry.path)
+    return total
+
+
+def _move(source: Path, dest: Path) -> None:
+    """Move across file systems keeping links as links, modes and owners."""
+    if source.is_dir() and not source.is_symlink():
+        shutil.copytree(source, dest, symlinks=True, copy_function=shutil.copy2)
+        shutil.rmtree(source)
+    else:
+        shutil.move(str(source), str(dest))
+
+
+def _run(command: list[str]) -> None:
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise DiskLimitError(f"{command[0]} failed: {(done.stderr or done.stdout).strip()[:500]}")
