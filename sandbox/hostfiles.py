@@ -8,6 +8,7 @@ blocks and never follows a link, and only a regular file is read, at most `max_b
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -29,8 +30,9 @@ def open_regular_file(path: Path) -> int:
     except FileNotFoundError:
         raise
     except OSError as exc:
-        # ELOOP: a link; ENXIO: a socket or a FIFO's odd cases; anything else is the same refusal.
-        raise NotARegularFile(f"{path.name} is not a regular file ({exc.strerror})") from exc
+        # ELOOP: a link (O_NOFOLLOW); ENXIO: a socket; anything else is the same refusal.
+        why = "a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
+        raise NotARegularFile(f"{path.name} is not a regular file ({why})") from exc
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)

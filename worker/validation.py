@@ -105,7 +105,7 @@ def _manifest_bytes(code: Path) -> bytes | None:
     except FileNotFoundError:
         return None
     except NotARegularFile as exc:
-        raise InvalidAgentError(f"{MANIFEST_FILE} must be a regular file: {exc}") from exc
+        raise InvalidAgentError(f"{exc}; it is not read") from exc
     with os.fdopen(fd, "rb") as handle:
         data = handle.read(MAX_MANIFEST_BYTES + 1)
     if len(data) > MAX_MANIFEST_BYTES:

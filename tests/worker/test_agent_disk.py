@@ -10,17 +10,22 @@ loop-mounted image, `watch` on the host's disk).
 
 from __future__ import annotations
 
+import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from contracts.config import LimitsConfig
 from sandbox.disk import can_loop_mount
-from tests.worker.harness import EvaluationStack, make_agent
+from tests.helpers import tar_of
+from tests.worker.harness import DEFAULT_LIMITS, EvaluationStack, make_agent
 from tests.worker.test_hostile_agents import assert_worker_goes_on, targets
+from worker.validation import validate_child
+from worker.workspace import init_repo
 
 pytestmark = pytest.mark.docker
 
@@ -106,3 +111,62 @@ def test_writing_three_times_the_disk_limit_is_stopped_with_the_reason(
         assert "refused: OSError: [Errno 28] No space left on device" in result.agent_log
     assert_nothing_left(stack)
     assert_worker_goes_on(stack, well_behaved)
+
+
+def child_patch(parent: Path, change: Callable[[Path], object]) -> str:
+    """The patch that `change` makes to a copy of `parent`, as the improver hands it back."""
+    work = parent.parent / f"{parent.name}-child"
+    shutil.copytree(parent, work)
+    init_repo(work, "parent")
+    change(work)
+    subprocess.run(["git", "add", "-A"], cwd=work, check=True)
+    return subprocess.run(
+        ["git", "diff", "--cached", "--binary", "HEAD"], cwd=work, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def test_a_child_whose_agent_toml_is_a_link_is_rejected_unread(
+    stack: EvaluationStack, tmp_path: Path
+) -> None:
+    """The improver's patch makes agent.toml a link to a file of the worker's host (here a valid
+    manifest whose check command would leave a mark): validation refuses it without reading it."""
+    parent = tmp_path / "parent"
+    parent.mkdir()
+    (parent / "agent.toml").write_text('name = "parent"\nsolve = "true"\n')
+    mark = tmp_path / "host-read"
+    host_file = tmp_path / "host-manifest.toml"
+    host_file.write_text(f'name = "host"\nsolve = "true"\ncheck = "touch {mark}"\n')
+
+    def link(work: Path) -> None:
+        (work / "agent.toml").unlink()
+        (work / "agent.toml").symlink_to(host_file)
+
+    reason = validate_child(
+        stack.ctx, tar_of(parent), child_patch(parent, link), LimitsConfig(**DEFAULT_LIMITS)
+    )
+    assert (
+        reason
+        == "the child does not start: agent.toml is not a regular file (a symbolic link); it is not read"
+    )
+    assert not mark.exists()
+    assert_nothing_left(stack)
+
+
+@pytest.mark.parametrize("enforcement", ENFORCEMENTS)
+def test_a_childs_check_command_writing_past_the_limit_is_its_rejection(
+    stack: EvaluationStack, tmp_path: Path, enforcement: str
+) -> None:
+    parent = tmp_path / "parent"
+    parent.mkdir()
+    (parent / "agent.toml").write_text('name = "parent"\nsolve = "true"\n')
+    fill = f"head -c {3 * LIMIT_MB}M /dev/urandom > /clade/agent/fill.bin"
+
+    def flood(work: Path) -> None:
+        (work / "agent.toml").write_text(f'name = "child"\nsolve = "true"\ncheck = "{fill}"\n')
+
+    with worker_settings(stack, sandbox_disk_mb=LIMIT_MB, sandbox_disk_enforcement=enforcement):
+        reason = validate_child(
+            stack.ctx, tar_of(parent), child_patch(parent, flood), LimitsConfig(**DEFAULT_LIMITS)
+        )
+    assert reason == f"the child's check command ({fill}) wrote more than {LIMIT_MB} MiB"
+    assert_nothing_left(stack)
