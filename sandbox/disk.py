@@ -41,6 +41,7 @@ _FS_OVERHEAD_FLOOR = 16 * MiB
 # Less free room than this on a loop disk: the agent filled it.
 _FULL_MARGIN = 1 * MiB
 _UNMOUNT_TRIES = 50
+_SIZING_TRIES = 4
 
 
 class DiskLimitError(RuntimeError):
@@ -89,17 +90,24 @@ class LimitedDisk:
             disk = cls(dest, limit_bytes, "watch", None)
             disk._baseline = tree_bytes(dest)
             return disk
-        content = tree_bytes(staged)
-        size = content + limit_bytes
-        size += max(_FS_OVERHEAD_FLOOR, int(size * _FS_OVERHEAD_FRACTION))
+        wanted = tree_bytes(staged) + limit_bytes  # free room the file system must offer
         image = dest.with_name(dest.name + ".img")
-        with open(image, "wb") as handle:
-            handle.truncate(size)  # sparse: the host pays only for what is written
         dest.mkdir()
+        size = wanted + max(_FS_OVERHEAD_FLOOR, int(wanted * _FS_OVERHEAD_FRACTION))
         try:
-            _run(["mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal", "-E", "nodiscard", str(image)])
-            _run(["mount", "-o", "loop,nosuid,nodev", str(image), str(dest)])
+            # ext4's own tables take a share that depends on its size: grow the image until the
+            # mounted file system offers the room wanted (once or twice; mkfs takes milliseconds).
+            for _ in range(_SIZING_TRIES):
+                _format_and_mount(image, dest, size)
+                free = os.statvfs(dest).f_bavail * os.statvfs(dest).f_frsize
+                if free >= wanted:
+                    break
+                _run(["umount", str(dest)])
+                size += int((wanted - free) * 1.1) + MiB
+            else:
+                raise DiskLimitError(f"could not make a file system with {wanted // MiB} MiB free")
         except DiskLimitError:
+            subprocess.run(["umount", str(dest)], capture_output=True, check=False)
             image.unlink(missing_ok=True)
             raise
         disk = cls(dest, limit_bytes, "loop", image)
@@ -215,6 +223,13 @@ def tree_bytes(folder: Path) -> int:
             if stat.S_ISDIR(st.st_mode):
                 stack.append(entry.path)
     return total
+
+
+def _format_and_mount(image: Path, dest: Path, size: int) -> None:
+    with open(image, "wb") as handle:
+        handle.truncate(size)  # sparse: the host pays only for what is written
+    _run(["mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal", "-E", "nodiscard", str(image)])
+    _run(["mount", "-o", "loop,nosuid,nodev", str(image), str(dest)])
 
 
 def _move(source: Path, dest: Path) -> None:

@@ -11,7 +11,7 @@ from probe import OUT, REPO, TARGETS
 CHUNK = os.urandom(1024 * 1024)  # incompressible: no file system or git trick makes it small
 
 
-def fill(folder: Path, total_mb: int, per_file_mb: int = 16) -> int:
+def fill(folder: Path, total_mb: int, per_file_mb: int = TARGETS.get("per_file_mb", 16)) -> int:
     written = 0
     index = 0
     while written < total_mb:
