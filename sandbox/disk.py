@@ -73,9 +73,7 @@ class LimitedDisk:
         self.mode = mode
         self._image = image
         self._baseline = 0
-        self._exceeded = threading.Event()
-        self._stop = threading.Event()
-        self._watcher: threading.Thread | None = None
+        self._watch: GrowthWatch | None = None
         self._mounted = mode == "loop"
 
     @classmethod
@@ -125,19 +123,14 @@ class LimitedDisk:
 
     def start(self, on_exceeded: Callable[[], object]) -> None:
         """From now on the folder may grow by `limit_bytes`; in `watch` mode, `on_exceeded` runs
-        (once, from the watcher thread) when it has grown more."""
+        (from the watcher thread) when it has grown more."""
         self._baseline = self.used_bytes()
         if self.mode == "watch":
-            self._watcher = threading.Thread(
-                target=self._watch, args=(on_exceeded,), name=f"disk-watch:{self.path.name}", daemon=True
-            )
-            self._watcher.start()
+            self._watch = GrowthWatch([self.path], self.limit_bytes, on_exceeded, baseline=self._baseline)
 
     def stop_watching(self) -> None:
-        self._stop.set()
-        if self._watcher is not None:
-            self._watcher.join()
-            self._watcher = None
+        if self._watch is not None:
+            self._watch.stop()
 
     @property
     def written_bytes(self) -> int:
@@ -147,7 +140,7 @@ class LimitedDisk:
     @property
     def exceeded(self) -> bool:
         """Whether the folder reached its limit (the disk filled up, or the watcher tripped)."""
-        if self._exceeded.is_set():
+        if self._watch is not None and self._watch.exceeded:
             return True
         if self.mode == "loop" and self._mounted:
             return self.written_bytes >= self.limit_bytes or self.free_bytes() < _FULL_MARGIN
@@ -180,18 +173,6 @@ class LimitedDisk:
     ) -> None:
         self.close()
 
-    def _watch(self, on_exceeded: Callable[[], object], poll_s: float = 0.25) -> None:
-        while not self._stop.wait(poll_s):
-            if self.used_bytes() - self._baseline > self.limit_bytes:
-                self._exceeded.set()
-                log.warning(
-                    "%s grew past its limit of %d MiB: stopping its sandbox",
-                    self.path,
-                    self.limit_bytes // MiB,
-                )
-                on_exceeded()
-                return
-
     def _unmount(self) -> None:
         # The engine may hold the mount a moment after a container is removed: try again,
         # then detach it lazily (the loop device goes once the last user lets go).
@@ -202,6 +183,51 @@ class LimitedDisk:
             time.sleep(0.1)
         log.warning("%s is busy; detaching it lazily: %s", self.path, done.stderr.strip())
         _run(["umount", "-l", str(self.path)])
+
+
+class GrowthWatch:
+    """A thread that measures `folders` every `poll_s` and calls `on_exceeded` each time it finds
+    them grown past `limit_bytes` over `baseline` (their size at the start, unless given)."""
+
+    def __init__(
+        self,
+        folders: list[Path],
+        limit_bytes: int,
+        on_exceeded: Callable[[], object],
+        *,
+        baseline: int | None = None,
+        poll_s: float = 0.25,
+    ) -> None:
+        self.folders = folders
+        self.limit_bytes = limit_bytes
+        self._baseline = baseline if baseline is not None else self.used_bytes()
+        self._on_exceeded = on_exceeded
+        self._poll_s = poll_s
+        self._exceeded = threading.Event()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="disk-watch", daemon=True)
+        self._thread.start()
+
+    @property
+    def exceeded(self) -> bool:
+        return self._exceeded.is_set()
+
+    def used_bytes(self) -> int:
+        return sum(tree_bytes(folder) for folder in self.folders)
+
+    def stop(self) -> None:
+        """Stop watching; once this returns, `on_exceeded` is not running and will not run."""
+        self._stopped.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self._poll_s):
+            if self.used_bytes() - self._baseline > self.limit_bytes:
+                if not self._exceeded.is_set():
+                    log.warning("%s grew past its limit of %d MiB", self.folders[0], self.limit_bytes // MiB)
+                self._exceeded.set()
+                self._on_exceeded()
 
 
 def tree_bytes(folder: Path) -> int:

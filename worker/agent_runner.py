@@ -215,6 +215,7 @@ def _spec(ws: Workspace, run: AgentRun) -> SandboxSpec:
         # The agent runs its task's tests as the grader will, and Go, cargo and CMake run what
         # they build in /tmp; noexec would protect nothing here, the repository is writable and exec.
         tmpfs_exec=True,
+        writable_limit_mb=0,  # its folders are on the workspace's LimitedDisk
         labels=run.labels,
     )
 

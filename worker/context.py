@@ -104,7 +104,16 @@ def build_context(settings: Settings, *, owner: str, metrics: WorkerMetrics | No
     return WorkerContext(
         settings=settings,
         client=ServiceClient(settings.service_url, settings.worker_token.get_secret_value()),
-        backend=TimedBackend(get_backend(settings.sandbox_backend, owner=owner, ceiling=ceiling), metrics),
+        backend=TimedBackend(
+            get_backend(
+                settings.sandbox_backend,
+                owner=owner,
+                ceiling=ceiling,
+                # Grading sandboxes: their read-write folders are watched (see sandbox/disk.py).
+                writable_limit_mb=settings.sandbox_disk_mb,
+            ),
+            metrics,
+        ),
         images=ImageProvider(settings.image_cache_dir),
         upstream=upstream,
         prices=load_price_table(settings.price_table_path),

@@ -72,6 +72,7 @@ def _run_commands(
         memory_mb=limits.memory_mb,
         cpus=limits.cpus,
         pids=limits.pids,
+        writable_limit_mb=0,  # its folder is a LimitedDisk
         labels={"dev.clade.purpose": "validate"},
     )
     with closing(ctx.backend.start(spec)) as sandbox:
