@@ -191,7 +191,9 @@ def test_the_real_api_key_never_reaches_the_agent(
     assert [r.authorization for r in stack.llm.requests[seen_before:]][:1] == [f"Bearer {secret}"]
     # Symlinks were recorded as links, never followed by the host.
     result = evaluated.result
-    assert result.trajectory is None
+    assert result.trajectory == {
+        "unreadable": "not read: trajectory.json is not a regular file (a symbolic link)"
+    }
     for name, target in [("leak_environ", "/proc/self/environ"), ("leak_key_file", str(key_file))]:
         link = re.search(
             rf"^diff --git a/{name} b/{name}\nnew file mode 120000\n(?:[^\n]*\n){{4}}\+([^\n]*)$",
