@@ -21,6 +21,7 @@ import pytest
 
 from contracts.config import LimitsConfig
 from sandbox.disk import can_loop_mount
+from sandbox.docker_backend import DockerBackend
 from tests.helpers import tar_of
 from tests.worker.harness import DEFAULT_LIMITS, EvaluationStack, make_agent
 from tests.worker.test_hostile_agents import assert_worker_goes_on, targets
@@ -170,3 +171,31 @@ def test_a_childs_check_command_writing_past_the_limit_is_its_rejection(
         )
     assert reason == f"the child's check command ({fill}) wrote more than {LIMIT_MB} MiB"
     assert_nothing_left(stack)
+
+
+def test_tests_that_write_past_the_limit_while_graded_are_killed(
+    stack: EvaluationStack, tmp_path: Path, well_behaved: Path
+) -> None:
+    """The agent's code runs in the grading sandbox's test process: writing 3x the limit there
+    kills the tests, and the evaluation is recorded as not resolved with the reason in its log."""
+    agent = make_agent(
+        tmp_path / "attack-grading-disk", "attack_grading_disk", targets(grade_mb=3 * LIMIT_MB)
+    )
+    backend = stack.ctx.backend.inner  # the worker's DockerBackend behind its metrics
+    assert isinstance(backend, DockerBackend)
+    before = backend.writable_limit_mb
+    backend.writable_limit_mb = LIMIT_MB
+    try:
+        evaluated = stack.evaluate(agent, test_timeout_s=600)
+    finally:
+        backend.writable_limit_mb = before
+    result = evaluated.result
+    assert evaluated.detail["status"] == "done" and result.resolved is False
+    assert result.failure is None  # the agent itself ran fine
+    assert "timed out" not in result.grade_reason
+    assert (
+        f"clade: every process was killed: the sandbox wrote more than {LIMIT_MB} MiB to its folders"
+        in result.test_log
+    )
+    assert_nothing_left(stack)
+    assert_worker_goes_on(stack, well_behaved)
