@@ -25,6 +25,7 @@ from sandbox.docker_backend import DockerBackend
 from tests.helpers import tar_of
 from tests.worker.harness import DEFAULT_LIMITS, EvaluationStack, make_agent
 from tests.worker.test_hostile_agents import assert_worker_goes_on, targets
+from worker.metrics import TimedBackend
 from worker.validation import validate_child
 from worker.workspace import init_repo
 
@@ -181,7 +182,9 @@ def test_tests_that_write_past_the_limit_while_graded_are_killed(
     agent = make_agent(
         tmp_path / "attack-grading-disk", "attack_grading_disk", targets(grade_mb=3 * LIMIT_MB)
     )
-    backend = stack.ctx.backend.inner  # the worker's DockerBackend behind its metrics
+    timed = stack.ctx.backend
+    assert isinstance(timed, TimedBackend)
+    backend = timed.inner  # the worker's DockerBackend behind its metrics
     assert isinstance(backend, DockerBackend)
     before = backend.writable_limit_mb
     backend.writable_limit_mb = LIMIT_MB
