@@ -230,6 +230,61 @@ class GrowthWatch:
                 self._on_exceeded()
 
 
+def owned_prefix(kind: str) -> str:
+    """A folder-name prefix that says which process made it (for `remove_abandoned_disks`)."""
+    return f"clade-{kind}-{os.getpid()}-"
+
+
+def remove_abandoned_disks(root: Path) -> list[Path]:
+    """Unmount (lazily) and delete the loop disks under `root` whose process is gone: a worker
+    that died mid-run leaves its mounts, loop devices and image files. A folder's process is
+    the pid in the first `clade-<kind>-<pid>-` folder above it; a live pid's disks stay."""
+    removed: list[Path] = []
+    for mountpoint in _mounts_under(root):
+        pid = _owner_pid(mountpoint, root)
+        if pid is None or _alive(pid):
+            continue
+        subprocess.run(["umount", "-l", str(mountpoint)], capture_output=True, check=False)
+        mountpoint.with_name(mountpoint.name + ".img").unlink(missing_ok=True)
+        removed.append(mountpoint)
+    return removed
+
+
+def _mounts_under(root: Path) -> list[Path]:
+    try:
+        table = Path("/proc/self/mounts").read_text()
+    except OSError:
+        return []
+    found = []
+    for line in table.splitlines():
+        fields = line.split()
+        if len(fields) < 2:
+            continue
+        # The mount table escapes spaces, tabs, newlines and backslashes as octal.
+        path = Path(fields[1].encode().decode("unicode_escape"))
+        if path.is_relative_to(root) and path != root:
+            found.append(path)
+    return found
+
+
+def _owner_pid(path: Path, root: Path) -> int | None:
+    for part in path.relative_to(root).parts:
+        pieces = part.split("-")
+        if len(pieces) >= 4 and pieces[0] == "clade" and pieces[2].isdigit():
+            return int(pieces[2])
+    return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def tree_bytes(folder: Path) -> int:
     """Disk space the tree under `folder` takes (allocated blocks; links are not followed)."""
     total = 0

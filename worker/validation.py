@@ -17,7 +17,7 @@ from contracts.config import LimitsConfig
 from contracts.errors import InvalidAgentError, PatchError
 from contracts.manifest import MANIFEST_FILE, AgentManifest, parse_manifest
 from sandbox.base import Mount, SandboxError, SandboxSpec
-from sandbox.disk import LimitedDisk, MiB
+from sandbox.disk import LimitedDisk, MiB, owned_prefix
 from sandbox.hostfiles import NotARegularFile, open_regular_file
 from sandbox.ownership import give_to_sandbox_user
 from worker.context import WorkerContext
@@ -29,7 +29,7 @@ MAX_MANIFEST_BYTES = 1_000_000
 
 def validate_child(ctx: WorkerContext, parent_code: bytes, patch: str, limits: LimitsConfig) -> str | None:
     """None if the child is sound, else the reason it is rejected."""
-    with tempfile.TemporaryDirectory(prefix="clade-validate-", dir=_ensure(ctx.work_dir)) as tmp:
+    with tempfile.TemporaryDirectory(prefix=owned_prefix("validate"), dir=_ensure(ctx.work_dir)) as tmp:
         code = Path(tmp) / "agent"
         code.mkdir()
         unpack(parent_code, code)

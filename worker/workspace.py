@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from types import TracebackType
 
-from sandbox.disk import Enforcement, LimitedDisk, MiB
+from sandbox.disk import Enforcement, LimitedDisk, MiB, owned_prefix
 from sandbox.hostfiles import open_regular_file, regular_file_size
 from sandbox.ownership import chmod_tree, give_to_sandbox_user
 
@@ -61,7 +61,7 @@ class Workspace:
     ) -> None:
         if parent is not None:
             parent.mkdir(parents=True, exist_ok=True)
-        self.root = Path(tempfile.mkdtemp(prefix="clade-ws-", dir=parent))
+        self.root = Path(tempfile.mkdtemp(prefix=owned_prefix("ws"), dir=parent))
         self.agent, self.task = self.root / "agent", self.root / "task"
         self._writable = self.root / "staged"
         self.repo, self.out = self._writable / "repo", self._writable / "out"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.disk import LimitedDisk, MiB, can_loop_mount
+from sandbox.disk import LimitedDisk, MiB, can_loop_mount, remove_abandoned_disks
 
 LIMIT = 16 * MiB
 needs_loop = pytest.mark.skipif(not can_loop_mount(), reason="needs root and loop devices")
@@ -88,3 +88,24 @@ def test_a_folder_within_its_limit_is_not_exceeded(tmp_path: Path) -> None:
             disk.stop_watching()
             assert not disk.exceeded and disk.written_bytes >= LIMIT // 2
         assert leftovers(root) == []
+
+
+@needs_loop
+def test_disks_of_a_process_that_is_gone_are_removed_and_live_ones_kept(tmp_path: Path) -> None:
+    """A worker that died mid-run left its disk mounted: the next worker's start removes it
+    (mount, loop device, image), and leaves a live process's disk alone."""
+    gone = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True, check=True).stdout.strip()
+    dead_root = tmp_path / f"clade-ws-{gone}-abc"
+    live_root = tmp_path / f"clade-ws-{os.getpid()}-def"
+    for root in (dead_root, live_root):
+        root.mkdir()
+    left = LimitedDisk.around(staged(dead_root), dead_root / "disk", LIMIT, "loop")  # never closed
+    live = LimitedDisk.around(staged(live_root), live_root / "disk", LIMIT, "loop")
+    try:
+        assert remove_abandoned_disks(tmp_path) == [left.path]
+        assert leftovers(dead_root) == []
+        assert len(leftovers(live_root)) >= 2  # its mount and its image are still there
+        assert (live.path / "repo" / "src" / "main.py").exists()
+    finally:
+        live.close()
+    assert leftovers(tmp_path) == []
