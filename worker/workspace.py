@@ -30,6 +30,7 @@ GIT_SAFE = [
     *("-c", "safe.directory=*"),  # the work tree belongs to the sandbox user after the run
 ]
 CHUNK_BYTES = 64 * 1024
+MAX_NAME_CHARS = 300  # of an agent's file name quoted in a failure
 TAIL_BYTES = 4_000
 # Changed files larger than this many times the patch cap together are refused before git
 # copies them (only very repetitive content could still make a patch under the cap).
@@ -168,9 +169,11 @@ class Workspace:
             ["git", *GIT_SAFE, "status", "--porcelain", "-z", "--untracked-files=all", "--no-renames"],
             cwd=self.repo,
             env=env,
-            check=True,
             capture_output=True,
         )
+        if listed.returncode != 0:
+            self.check_disk(after_git_failed=True)  # no room left for git's index: the agent's doing
+            raise subprocess.CalledProcessError(listed.returncode, listed.args, listed.stdout, listed.stderr)
         total = 0
         for entry in listed.stdout.split(b"\0"):
             if len(entry) < 4:
@@ -179,7 +182,8 @@ class Workspace:
             size = regular_file_size(self.repo / name) or 0
             if size > max_bytes:
                 raise PatchTooLarge(
-                    f"the agent wrote {name}, {size} bytes; the patch cap is {max_bytes} bytes"
+                    f"the agent wrote {name[:MAX_NAME_CHARS]}, {size} bytes;"
+                    f" the patch cap is {max_bytes} bytes"
                 )
             total += size
         if total > CHANGED_BYTES_PER_PATCH_BYTE * max_bytes:
