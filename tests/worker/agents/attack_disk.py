@@ -1,9 +1,11 @@
 """Writes far more than its disk allowance to its writable folders (the repository and the
-output folder), in 1 MiB writes, until the file system refuses or it is stopped."""
+output folder), in 1 MiB writes, until the file system refuses or it is stopped; with
+`forever`, it then goes on writing until it is."""
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from probe import OUT, REPO, TARGETS
@@ -27,6 +29,10 @@ def fill(folder: Path, total_mb: int, per_file_mb: int = TARGETS.get("per_file_m
 try:
     done = fill(REPO, TARGETS["repo_mb"]) + fill(OUT, TARGETS["out_mb"])
     print(f"wrote {done} MiB unhindered", flush=True)
+    while TARGETS.get("forever"):  # only a refusal or a kill ends it
+        with open(OUT / "more.bin", "ab") as more:
+            more.write(CHUNK)
+        time.sleep(0.1)
 except OSError as exc:
     print(f"refused: {type(exc).__name__}: {exc}", flush=True)
     raise SystemExit(3) from exc
