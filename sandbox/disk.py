@@ -14,7 +14,9 @@ growth is bounded, in one of two ways:
   disk speed, up to about `poll_s` of writes).
 
 Either way `exceeded` says afterwards whether the limit was reached, so the caller can
-report it as the agent's failure.
+report it as the agent's failure. `GrowthWatch` is the watcher on its own (a backend uses it
+over a sandbox's read-write mounts); `remove_abandoned_disks` clears the loop disks of a
+process that died with them mounted.
 """
 
 from __future__ import annotations
