@@ -70,6 +70,7 @@ from benchmarks.canaries import Canaries, CanaryError, check, plant
 from benchmarks.graded_diff import GRADER_MODULES
 from benchmarks.write_watch import Change, WriteWatch
 from sandbox.base import LABEL_PREFIX, ExecResult, Mount, SandboxBackend, SandboxSpec
+from sandbox.hostfiles import read_regular_file
 from sandbox.ownership import make_world_writable
 
 RESULTS_DIR = "/clade/results"
@@ -317,11 +318,13 @@ def unexpected_changes(changes: list[Change]) -> str | None:
 
 def read_plugin_results(path: Path) -> PluginResults | None:
     """The plugin's file; None when it is missing, a link, too large or unreadable."""
-    # The sandbox wrote this file: a symlink would make the host read one of its own files.
-    if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_RESULTS_BYTES:
+    # The sandbox wrote this file: a symlink would make the host read one of its own files, a
+    # FIFO would block the read.
+    raw = read_regular_file(path, MAX_RESULTS_BYTES + 1)
+    if raw is None or len(raw) > MAX_RESULTS_BYTES:
         return None
     try:
-        results = PluginResults.model_validate_json(path.read_bytes())
+        results = PluginResults.model_validate_json(raw)
     except ValidationError:
         return None
     return results if results.version == RESULTS_VERSION else None

@@ -32,6 +32,10 @@ class StrictModel(BaseModel):
     )
 
 
+# Each stage is a gate the driver evaluates in turn; more than this is a mistake, not a plan.
+MAX_STAGES = 20
+
+
 class StageConfig(StrictModel):
     """An ordered task subset; the run only goes on to the next stage at `threshold`.
 
@@ -148,7 +152,7 @@ class EpochConfig(StrictModel):
     """
 
     after_steps: int = Field(ge=1, le=1_000_000)
-    stages: list[StageConfig] | None = Field(default=None, min_length=1)
+    stages: list[StageConfig] | None = Field(default=None, min_length=1, max_length=MAX_STAGES)
     judge: JudgeConfig | None = None
     rescore_top_k: int = Field(default=3, ge=1, le=1000)
 
@@ -198,7 +202,9 @@ class RunConfig(StrictModel):
     seed_agent: str = Field(pattern=r"^[0-9a-f]{40}$")
     # One options model per benchmark, chosen by `benchmark.name` (see benchmark_options.py).
     benchmark: BenchmarkConfig = Field(default_factory=CladeMiniConfig)
-    stages: list[StageConfig] = Field(default_factory=lambda: [StageConfig()], min_length=1)
+    stages: list[StageConfig] = Field(
+        default_factory=lambda: [StageConfig()], min_length=1, max_length=MAX_STAGES
+    )
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
     improver: ImproverConfig = Field(default_factory=ImproverConfig)
     crossover: CrossoverConfig = Field(default_factory=CrossoverConfig)

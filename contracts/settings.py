@@ -72,6 +72,16 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     price_table_path: Path | None = None
     sandbox_backend: str = "docker"
+    # What an agent may write to its folders (repository and output) in one sandbox, and how it
+    # is held to it: "loop" (a loop-mounted ext4 image per sandbox; needs root), "watch" (a
+    # watcher removes the sandbox past the limit), "auto" (loop when the worker can mount).
+    sandbox_disk_mb: int = Field(default=2048, ge=16)
+    sandbox_disk_enforcement: Literal["auto", "loop", "watch"] = "auto"
+    # The most one sandbox may take, whatever a run or benchmark asks (None: this host's memory
+    # less 1 GiB, its CPU count, 4096 pids); larger asks are lowered to these (sandbox/ceiling.py).
+    sandbox_max_memory_mb: int | None = Field(default=None, ge=64)
+    sandbox_max_cpus: float | None = Field(default=None, gt=0)
+    sandbox_max_pids: int | None = Field(default=None, ge=8)
     # A worker's name (`clade worker --name` wins); unique among live workers. None: one made
     # for each process from the host name, the pid and a random suffix.
     worker_name: str | None = None

@@ -62,6 +62,9 @@ class SandboxSpec(BaseModel):
     # keeps its size limit either way.
     tmpfs_exec: bool = False
     output_cap_bytes: int = Field(default=1_000_000, ge=1024)
+    # The most the sandbox may add to its read-write mounts (host folders) before every process
+    # in it is killed; None: the backend's default; 0: not watched (the caller bounds them).
+    writable_limit_mb: int | None = Field(default=None, ge=0)
     labels: dict[str, str] = Field(default_factory=dict)
     network: Literal["none"] = "none"
 

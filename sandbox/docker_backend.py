@@ -20,6 +20,7 @@ from sandbox.base import (
     SandboxSpec,
     SandboxUnavailable,
 )
+from sandbox.ceiling import ResourceCeiling
 from sandbox.docker_sandbox import KEEPER_NAME, KEEPER_SCRIPT, SANDBOX_USER, DockerSandbox
 from sandbox.liveness import ProcessStamp, this_process
 
@@ -33,7 +34,10 @@ class DockerBackend:
     `owner` labels every sandbox (`spec.labels` may set a different owner for one sandbox),
     and so does the stamp of the process that starts it, which lets any other process of
     this host tell when that process is gone (`sandbox.liveness`). Pass a docker `client`,
-    or a `base_url`; with neither, the environment's engine is used.
+    or a `base_url`; with neither, the environment's engine is used. Every spec is clamped
+    to `ceiling` (default: this host's memory less a reserve, its CPUs; `sandbox.ceiling`).
+    `writable_limit_mb` watches every sandbox's read-write mounts unless its spec says otherwise
+    (`SandboxSpec.writable_limit_mb`); None: not watched.
     """
 
     name: str = "docker"
@@ -46,13 +50,18 @@ class DockerBackend:
         owner: str = "clade",
         kill_grace_s: float = 10.0,
         file_timeout_s: float = 60.0,
+        ceiling: ResourceCeiling | None = None,
+        writable_limit_mb: int | None = None,
     ) -> None:
         self._client = client if client is not None else connect(base_url)
+        self.ceiling = ceiling or ResourceCeiling.for_host()
+        self.writable_limit_mb = writable_limit_mb
         self.owner = owner
         self._kill_grace_s = kill_grace_s
         self._file_timeout_s = file_timeout_s
 
     def start(self, spec: SandboxSpec) -> DockerSandbox:
+        spec = self.ceiling.clamp(spec)
         labels = {
             OWNER_LABEL: self.owner,
             **spec.labels,
@@ -87,6 +96,9 @@ class DockerBackend:
             except (DockerException, OSError):
                 sandbox.close()
                 raise
+        limit = spec.writable_limit_mb if spec.writable_limit_mb is not None else self.writable_limit_mb
+        if limit:
+            sandbox.guard_writes(limit)
         return sandbox
 
     def remove_orphans(self, owner: str | None = None) -> list[str]:

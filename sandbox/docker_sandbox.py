@@ -10,6 +10,7 @@ the same sandbox: one command at a time is the intended use.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from types import TracebackType
@@ -18,7 +19,10 @@ from typing import Any, Self
 from docker.errors import DockerException, NotFound
 
 from sandbox.base import ExecResult, SandboxError, SandboxFileError, SandboxSpec
+from sandbox.disk import GrowthWatch, MiB
 from sandbox.docker_exec import CommandSurvivedKill, ExecRequest, RawExec, run_exec
+
+log = logging.getLogger(__name__)
 
 SANDBOX_USER = "1000:1000"
 # Runs as PID 1's only child. `kill -9 -1` spares the caller and PID 1, and is a shell
@@ -57,10 +61,28 @@ class DockerSandbox:
         self._file_timeout_s = file_timeout_s
         self._closed = False
         self._init_pid: str | None = None  # the host's pid of the container's PID 1
+        self._writes: GrowthWatch | None = None
 
     @property
     def id(self) -> str:
         return self._id
+
+    def guard_writes(self, limit_mb: int) -> None:
+        """Kill every process of the sandbox whenever its read-write mounts have grown by more
+        than `limit_mb` (checked by a watcher thread a few times a second, until `close`)."""
+        folders = [mount.source for mount in self.spec.mounts if not mount.read_only]
+        if folders and self._writes is None:
+            self._writes = GrowthWatch(folders, limit_mb * MiB, self._stop_writer)
+
+    @property
+    def writes_exceeded(self) -> bool:
+        return self._writes is not None and self._writes.exceeded
+
+    def _stop_writer(self) -> None:
+        try:
+            self._kill_all()
+        except SandboxError as exc:  # gone already: nothing is writing any more
+            log.warning("stopping sandbox %s at its write limit: %s", self._id[:12], exc)
 
     def exec(
         self,
@@ -77,10 +99,16 @@ class DockerSandbox:
             cwd=cwd,
             output_cap_bytes=self.spec.output_cap_bytes,
         )
+        stderr = raw.stderr.decode(errors="replace")
+        if self._writes is not None and self._writes.exceeded:
+            stderr += (
+                f"\nclade: every process was killed: the sandbox wrote more than"
+                f" {self._writes.limit_bytes // MiB} MiB to its folders\n"
+            )
         return ExecResult(
             exit_code=raw.exit_code,
             stdout=raw.stdout.decode(errors="replace"),
-            stderr=raw.stderr.decode(errors="replace"),
+            stderr=stderr,
             timed_out=raw.timed_out,
             output_truncated=raw.output_truncated,
             duration_s=raw.duration_s,
@@ -123,6 +151,8 @@ class DockerSandbox:
         """Remove the container and its processes; safe to call twice."""
         if self._closed:
             return
+        if self._writes is not None:
+            self._writes.stop()
         try:
             self._client.api.remove_container(self._id, force=True, v=True)
         except NotFound:

@@ -19,11 +19,13 @@ from typing import Any
 from contracts.config import LimitsConfig
 from contracts.manifest import AgentManifest
 from contracts.text import MAX_JSON_DEPTH, json_depth
-from sandbox.base import Mount, SandboxSpec
+from sandbox.base import ExecResult, Mount, SandboxError, SandboxSpec
+from sandbox.disk import MiB
+from sandbox.hostfiles import NotARegularFile
 from sandbox.images.runtime import RUNTIME_DIR, RUNTIME_PYTHON
 from worker.context import WorkerContext
 from worker.llm import Budget, GatewayConfig, LLMCall, LLMGateway, forwarder_script_path
-from worker.workspace import PatchTooLarge, Workspace
+from worker.workspace import DiskLimitExceeded, PatchTooLarge, Workspace
 
 FORWARDER_PORT = 8080
 SOCKET = "/clade/llm/gateway.sock"
@@ -92,7 +94,13 @@ class AgentOutcome:
 
 def run_agent(ctx: WorkerContext, run: AgentRun) -> AgentOutcome:
     started = time.monotonic()
-    with Workspace(ctx.work_dir, ctx.settings.socket_dir) as ws:
+    settings = ctx.settings
+    with Workspace(
+        ctx.work_dir,
+        settings.socket_dir,
+        disk_limit_bytes=settings.sandbox_disk_mb * MiB,
+        disk_enforcement=settings.sandbox_disk_enforcement,
+    ) as ws:
         ws.unpack_agent(run.agent_code)
         run.prepare_repo(ws.repo)
         ws.write_statement(run.statement)
@@ -107,23 +115,39 @@ def run_agent(ctx: WorkerContext, run: AgentRun) -> AgentOutcome:
             ctx.prices,
             secrets=ctx.secrets,
         )
+        assert ws.disk is not None
         with gateway, closing(ctx.backend.start(_spec(ws, run))) as sandbox:
             setup_s = time.monotonic() - started
-            result = sandbox.exec(["sh", "-c", LAUNCH], timeout_s=run.timeout_s)
+            ws.disk.start(on_exceeded=sandbox.close)  # watch mode: the sandbox goes at the limit
+            try:
+                result = sandbox.exec(["sh", "-c", LAUNCH], timeout_s=run.timeout_s)
+            except SandboxError:
+                if not ws.disk.exceeded:
+                    raise
+                result = _stopped(time.monotonic() - started - setup_s)
+            finally:
+                ws.disk.stop_watching()
         agent_s = result.duration_s
-        failure = None
+        failure, disk_full = None, False
         try:
-            diff = ws.diff(ctx.settings.max_patch_bytes)
+            diff = ws.diff(settings.max_patch_bytes)
         except PatchTooLarge as exc:
             diff, failure = "", str(exc)
-        trajectory = _trajectory(ws.read_output("trajectory.json", MAX_TRAJECTORY_BYTES))
+        except DiskLimitExceeded as exc:
+            diff, failure, disk_full = "", str(exc), True
+        trajectory = _trajectory(_read_output(ws, "trajectory.json", MAX_TRAJECTORY_BYTES))
         note = None
         if run.note_file is not None:
-            raw = ws.read_output(run.note_file, MAX_NOTE_BYTES)
-            note = raw.decode(errors="replace").strip() if raw is not None else None
+            raw = _read_output(ws, run.note_file, MAX_NOTE_BYTES)
+            if isinstance(raw, dict):
+                note = raw["unreadable"]
+            elif raw is not None:
+                note = raw.decode(errors="replace").strip()
         calls = gateway.calls
         ctx.metrics.count_calls(calls)
-    if result.timed_out:
+    if disk_full:
+        pass  # the reason, whatever the agent's exit status was (it failed to write, or was stopped)
+    elif result.timed_out:
         failure = f"the agent was killed after its time limit of {run.timeout_s:g}s"
     elif result.exit_code != 0:
         failure = f"the agent exited with code {result.exit_code}"
@@ -140,6 +164,19 @@ def run_agent(ctx: WorkerContext, run: AgentRun) -> AgentOutcome:
         failure=failure,
         note=note,
     )
+
+
+def _stopped(duration_s: float) -> ExecResult:
+    """The result of an agent whose sandbox was removed at its disk limit (watch mode)."""
+    return ExecResult(exit_code=-9, stdout="", stderr="", duration_s=duration_s)
+
+
+def _read_output(ws: Workspace, name: str, max_bytes: int) -> bytes | dict[str, str] | None:
+    """The file's bytes; None if missing; {"unreadable": why} for a link, FIFO or device."""
+    try:
+        return ws.read_output(name, max_bytes)
+    except NotARegularFile as exc:
+        return {"unreadable": f"not read: {exc}"}
 
 
 def _spec(ws: Workspace, run: AgentRun) -> SandboxSpec:
@@ -178,13 +215,14 @@ def _spec(ws: Workspace, run: AgentRun) -> SandboxSpec:
         # The agent runs its task's tests as the grader will, and Go, cargo and CMake run what
         # they build in /tmp; noexec would protect nothing here, the repository is writable and exec.
         tmpfs_exec=True,
+        writable_limit_mb=0,  # its folders are on the workspace's LimitedDisk
         labels=run.labels,
     )
 
 
-def _trajectory(raw: bytes | None) -> Any:
-    if raw is None:
-        return None
+def _trajectory(raw: bytes | dict[str, str] | None) -> Any:
+    if raw is None or isinstance(raw, dict):
+        return raw
     unparsed = {"unparsed": raw[:MAX_LOG_CHARS].decode(errors="replace")}
     try:
         trajectory = json.loads(raw)

@@ -12,6 +12,7 @@ from benchmarks.base import Task
 from benchmarks.catalog import BenchmarkCatalog
 from contracts.settings import Settings
 from sandbox.base import SandboxBackend
+from sandbox.ceiling import ResourceCeiling
 from sandbox.registry import get_backend
 from worker.llm import PriceTable, Upstream, UpstreamConfig, load_price_table, make_upstream
 from worker.metrics import TimedBackend, WorkerMetrics
@@ -97,10 +98,22 @@ def build_context(settings: Settings, *, owner: str, metrics: WorkerMetrics | No
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
     upstream = make_upstream(UpstreamConfig(base_url=settings.llm_base_url, api_key=settings.llm_api_key))
     metrics = metrics or WorkerMetrics()
+    ceiling = ResourceCeiling.for_host(
+        settings.sandbox_max_memory_mb, settings.sandbox_max_cpus, settings.sandbox_max_pids
+    )
     return WorkerContext(
         settings=settings,
         client=ServiceClient(settings.service_url, settings.worker_token.get_secret_value()),
-        backend=TimedBackend(get_backend(settings.sandbox_backend, owner=owner), metrics),
+        backend=TimedBackend(
+            get_backend(
+                settings.sandbox_backend,
+                owner=owner,
+                ceiling=ceiling,
+                # Grading sandboxes: their read-write folders are watched (see sandbox/disk.py).
+                writable_limit_mb=settings.sandbox_disk_mb,
+            ),
+            metrics,
+        ),
         images=ImageProvider(settings.image_cache_dir),
         upstream=upstream,
         prices=load_price_table(settings.price_table_path),

@@ -20,6 +20,7 @@ from celery import Celery
 from contracts.celery_app import make_celery
 from contracts.logs import configure_logging
 from contracts.settings import Settings
+from sandbox.disk import remove_abandoned_disks
 from sandbox.registry import get_backend
 from worker.context import WorkerContext, build_context
 from worker.metrics import WorkerMetrics, multiprocess_mode, serve_multiprocess
@@ -65,6 +66,9 @@ def run_worker(settings: Settings, *, concurrency: int, name: str | None = None)
     removed = get_backend(settings.sandbox_backend, owner=owner).remove_abandoned()
     if removed:
         log.warning("removed %d sandboxes left behind by workers that are gone", len(removed))
+    disks = remove_abandoned_disks(settings.data_dir / "work")
+    if disks:
+        log.warning("removed %d disks of sandbox folders left behind by workers that are gone", len(disks))
     app = make_worker_app(settings, owner)
     # In JSON mode Celery's banner (plain text on stdout) is left out: every line is JSON.
     quiet = ["--quiet"] if settings.log_format == "json" else []

@@ -323,19 +323,63 @@ def record_child(
 
 
 def changed_files(patch: str, limit: int = 20) -> list[str]:
-    """The paths a unified diff changes (at most `limit`), from its `+++ b/` lines, or `--- a/`
-    for a deleted file."""
+    """The paths a git patch changes (at most `limit`), exactly as named: from the `+++ b/` line
+    of each file's header, or `--- a/` for a deleted file, with git's quoting undone (a name
+    with a quote, a backslash, a tab or a newline is C-quoted; one with a space ends in a tab).
+    Only header lines count: a hunk's content line may look like a header too."""
     paths: list[str] = []
     removed: str | None = None
-    for line in patch.splitlines():
-        if line.startswith("--- "):
-            removed = line[4:].removeprefix("a/")
-        elif line.startswith("+++ ") and len(paths) < limit:
-            added = line[4:]
-            path = removed if added == "/dev/null" else added.removeprefix("b/")
-            if path and path not in paths:
+    in_header = False
+    for line in patch.split("\n"):
+        if line.startswith("diff --git "):
+            in_header, removed = True, None
+        elif not in_header:
+            continue
+        elif line.startswith(("@@", "GIT binary patch", "Binary files ")):
+            in_header = False
+        elif line.startswith("--- "):
+            removed = _header_path(line[4:], "a/")
+        elif line.startswith("+++ "):
+            in_header = False
+            added = _header_path(line[4:], "b/")
+            path = removed if added is None else added
+            if path and path not in paths and len(paths) < limit:
                 paths.append(path)
     return paths
+
+
+_C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def _header_path(field: str, prefix: str) -> str | None:
+    """The path of a `---`/`+++` header field; None for /dev/null."""
+    if field == "/dev/null":
+        return None
+    field = field.removesuffix("\t")  # git's mark after a name with a space (a tab is quoted)
+    if len(field) >= 2 and field.startswith('"') and field.endswith('"'):
+        field = _unquote_c(field[1:-1])
+    return field.removeprefix(prefix)
+
+
+def _unquote_c(quoted: str) -> str:
+    """Undo git's C-style quoting of a path: escapes and octal bytes (UTF-8 names)."""
+    out = bytearray()
+    index = 0
+    while index < len(quoted):
+        char = quoted[index]
+        if char != "\\" or index + 1 == len(quoted):
+            out += char.encode()
+            index += 1
+            continue
+        following = quoted[index + 1]
+        octal = quoted[index + 1 : index + 4]
+        if len(octal) == 3 and all(c in "01234567" for c in octal):
+            out.append(int(octal, 8) & 0xFF)
+            index += 4
+        else:
+            out.append(_C_ESCAPES.get(following, ord(following) if following.isascii() else 92))
+            index += 2
+    return out.decode("utf-8", errors="replace")
 
 
 def _get_step(session: Session, step_id: str, lock: bool = False) -> Step:

@@ -68,6 +68,11 @@ def test_create_show_and_list_runs(service: AppService, seed_id: str) -> None:
             ["body", "benchmark", "options", "exercises", 0],
         ),
         ({"limits": {"solve_timeout_s": 7200}}, ["body", "limits"]),
+        ({"stages": [{"tasks": ["clade-mini__textkit-1"]}] * 21}, ["body", "stages"]),
+        (
+            {"epochs": [{"after_steps": 2, "stages": [{"tasks": ["clade-mini__textkit-1"]}] * 21}]},
+            ["body", "epochs", 0, "stages"],
+        ),
         # Held-out tasks must be tasks no stage uses (the second stage here uses them all).
         (
             {"evaluation": {"heldout": {"tasks": ["clade-mini__textkit-1"]}}},

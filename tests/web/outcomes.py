@@ -103,6 +103,8 @@ def _trajectory(package: str, number: int, diff: str) -> dict[str, Any]:
             ],
         },
         {"role": "tool", "tool_call_id": "call_2", "content": diff},
+        # The agent writes its trajectory: a role may be anything, e.g. class names of the page.
+        {"role": "assistant error-box hidden", "content": "(a role the dashboard does not know)"},
         {"role": "assistant", "content": "The fix is in place."},
     ]
     return {

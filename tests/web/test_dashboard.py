@@ -133,7 +133,12 @@ def test_task_row_opens_to_test_log_and_trajectory(page: Page, archive: Recorded
     detail = page.locator("tr.evaluation-extra:not([hidden])")
     expect(detail.locator(".test-log")).to_contain_text("AssertionError")
     expect(detail.locator("table.tests")).to_contain_text("FAIL_TO_PASS")
-    expect(detail.locator(".trajectory .message")).to_have_count(7)
+    expect(detail.locator(".trajectory .message")).to_have_count(8)
+    # A role the dashboard does not know is shown as text with a neutral class, never as classes.
+    odd = detail.locator(".trajectory .message.role-other")
+    expect(odd).to_have_count(1)
+    expect(odd.locator(".role")).to_have_text("assistant error-box hidden")
+    expect(detail.locator(".trajectory .error-box, .trajectory .message.hidden")).to_have_count(0)
     expect(detail.locator(".tool-calls code").first).to_contain_text("cat ")
     expect(row.locator("[data-action=expand]")).to_have_attribute("aria-expanded", "true")
 

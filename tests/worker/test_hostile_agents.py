@@ -191,7 +191,9 @@ def test_the_real_api_key_never_reaches_the_agent(
     assert [r.authorization for r in stack.llm.requests[seen_before:]][:1] == [f"Bearer {secret}"]
     # Symlinks were recorded as links, never followed by the host.
     result = evaluated.result
-    assert result.trajectory is None
+    assert result.trajectory == {
+        "unreadable": "not read: trajectory.json is not a regular file (a symbolic link)"
+    }
     for name, target in [("leak_environ", "/proc/self/environ"), ("leak_key_file", str(key_file))]:
         link = re.search(
             rf"^diff --git a/{name} b/{name}\nnew file mode 120000\n(?:[^\n]*\n){{4}}\+([^\n]*)$",
@@ -257,7 +259,8 @@ def test_output_past_every_cap_is_cut(
     assert "flood flood" in result.agent_log
     assert len(str(result.trajectory)) <= MAX_LOG_CHARS + 100
     assert result.diff == ""
-    assert result.failure is not None and "the cap is" in result.failure
+    # Refused from its size alone, before git copied it.
+    assert result.failure == "the agent wrote huge.txt, 20420000 bytes; the patch cap is 2097152 bytes"
     assert len(evaluated.recorded) < 300_000
     assert evaluated.wall_s < 60
     assert_contained(stack, evaluated, secret=secret, hidden=hidden, well_behaved=well_behaved)

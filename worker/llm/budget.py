@@ -6,8 +6,9 @@ is let through and metered (its size is unknown until the upstream answers).
 The lease (`Budget.run_remaining_*`, reserved for this job by the driver) is never crossed
 by more than a misjudged prompt: before a call goes upstream, its worst case is held against
 the lease, the prompt's tokens estimated from the request and the reply's bounded by
-`max_tokens`. When the lease cannot pay for the agent's own `max_tokens` (or, when it set none,
-for UNCAPPED_REPLY_TOKENS), the request goes upstream with the `max_tokens` it can pay for;
+`max_tokens`, times `n` replies. When the lease cannot pay for the agent's own `max_tokens` (or,
+when it set none, for UNCAPPED_REPLY_TOKENS, which the request then carries), the request goes
+upstream with the `max_tokens` it can pay for;
 when it cannot pay for MIN_REPLY_TOKENS of reply, the call is refused. Calls in flight at once
 each hold their worst case, so they cannot cross the lease together either. Together with the
 driver's leases this keeps a run's spend within its budget however many jobs run at once.
@@ -95,39 +96,48 @@ class BudgetMeter:
         return None
 
     def hold(
-        self, *, prompt_tokens: int, reply_tokens: int | None, price: ModelPrice | None
+        self,
+        *,
+        prompt_tokens: int,
+        reply_tokens: int | None,
+        price: ModelPrice | None,
+        choices: int = 1,
     ) -> Hold | BudgetRefusal:
-        """Hold a call's worst case against the lease: `prompt_tokens` as estimated, the reply at
-        most `reply_tokens` (the agent's max_tokens, None if it set none), priced at `price`
-        (None: unpriced, free). Returns the hold, with the max_tokens the request must carry,
-        or why the lease cannot pay for the call."""
+        """Hold a call's worst case against the lease: `prompt_tokens` as estimated, `choices`
+        replies (the request's `n`) of at most `reply_tokens` each (the agent's largest reply
+        limit, None if it set none), priced at `price` (None: unpriced, free). Returns the hold,
+        with the max_tokens the request must carry, or why the lease cannot pay for the call.
+        A call without a reply limit of its own always carries the one it was held at."""
         b = self.budget
         if b.run_remaining_usd is None and b.run_remaining_tokens is None:
             return NO_HOLD
         smallest = min(MIN_REPLY_TOKENS, reply_tokens) if reply_tokens else MIN_REPLY_TOKENS
         asked = reply_tokens or UNCAPPED_REPLY_TOKENS
         with self._lock:
-            cap = asked
+            cap = asked  # per reply; `choices` of them
             if b.run_remaining_tokens is not None:
                 left_tokens = b.run_remaining_tokens - self._tokens - self._held_tokens
-                cap = min(cap, left_tokens - prompt_tokens)
+                cap = min(cap, (left_tokens - prompt_tokens) // choices)
                 if cap < smallest:
                     return self._refusal("run_tokens", prompt_tokens, f"{max(left_tokens, 0)} tokens")
             if b.run_remaining_usd is not None and price is not None:
                 left_usd = b.run_remaining_usd - self._usd - self._held_usd
                 prompt_usd = prompt_tokens * price.prompt / PER_MILLION
                 if price.completion > 0:
-                    cap = min(cap, math.floor((left_usd - prompt_usd) * PER_MILLION / price.completion))
+                    per_reply = (left_usd - prompt_usd) * PER_MILLION / price.completion / choices
+                    cap = min(cap, math.floor(per_reply))
                 elif prompt_usd > left_usd:
                     cap = -1
                 if cap < smallest:
                     return self._refusal("run_usd", prompt_tokens, f"${max(left_usd, 0.0):.6f}")
+            replies = cap * choices
             usd = (
                 0.0
                 if price is None
-                else (prompt_tokens * price.prompt + cap * price.completion) / PER_MILLION
+                else (prompt_tokens * price.prompt + replies * price.completion) / PER_MILLION
             )
-            held = Hold(usd=usd, tokens=prompt_tokens + cap, reply_cap=cap if cap < asked else None)
+            must_carry = cap < asked or reply_tokens is None
+            held = Hold(usd=usd, tokens=prompt_tokens + replies, reply_cap=cap if must_carry else None)
             self._held_usd += held.usd
             self._held_tokens += held.tokens
             return held

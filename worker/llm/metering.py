@@ -1,6 +1,7 @@
 """Metered chat completions: what the gateway does with one request, apart from HTTP.
 
-Forwards the request body (never the agent's headers) to the upstream, meters
+Forwards the request's allow-listed fields (`request_fields`; never the agent's headers) to
+the upstream, meters
 tokens and cost, records every call, refuses calls once a budget is spent, and
 keeps the real key out of anything sent back.
 """
@@ -31,6 +32,8 @@ from worker.llm.records import (
     clip_message,
     record_messages,
 )
+from worker.llm.redact import Redactor
+from worker.llm.request_fields import REPLY_LIMIT_KEYS, FieldRefusal, check_request
 from worker.llm.upstream import Upstream, UpstreamError
 
 log = logging.getLogger("clade.gateway")
@@ -65,7 +68,7 @@ class MeteredChat:
         self._purpose = purpose
         self._pinned_model = pinned_model
         self._max_record_chars = max_record_chars
-        self._secrets = [s for s in secrets if s]
+        self._redact = Redactor(secrets)
         self._meter = BudgetMeter(budget)
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
@@ -140,9 +143,16 @@ class MeteredChat:
         if not model:
             record("error", 400, error="no model given")
             return _error(400, "'model' is required", "invalid_request_error")
+        shape = check_request(body)
+        if isinstance(shape, FieldRefusal):
+            record("error", 400, error=shape.message)
+            return _error(400, shape.message, "invalid_request_error", "unsupported_field", param=shape.field)
         estimate = self._prompt_estimate(body)
         held = self._meter.check() or self._meter.hold(
-            prompt_tokens=estimate, reply_tokens=_reply_tokens(body), price=self._prices.price(model)
+            prompt_tokens=estimate,
+            reply_tokens=shape.reply_tokens,
+            price=self._prices.price(model),
+            choices=shape.choices,
         )
         if isinstance(held, BudgetRefusal):
             record("budget_exceeded", 429, error=held.message)
@@ -150,7 +160,8 @@ class MeteredChat:
             reply.headers["x-should-retry"] = "false"  # the openai client would retry a 429
             return reply
         if held.reply_cap is not None:  # the lease pays for no longer a reply than this
-            keys = [k for k in ("max_completion_tokens", "max_tokens") if k in body] or ["max_tokens"]
+            # Every reply-limit key the agent sent: the upstream may honour either.
+            keys = [k for k in REPLY_LIMIT_KEYS if body.get(k) is not None] or ["max_tokens"]
             body = {**body, **dict.fromkeys(keys, held.reply_cap)}
         with self._lock:
             self._in_flight += 1
@@ -220,29 +231,20 @@ class MeteredChat:
         cost, known = self._prices.cost(answered, prompt, completion)
         return (cost, known) if known else self._prices.cost(asked, prompt, completion)
 
-    def _redact(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "[redacted]")
-        return text
 
-
-def _error(status: int, message: str, error_type: str, code: str | None = None) -> Reply:
-    return Reply(status, openai_error(message, error_type, code))
+def _error(
+    status: int, message: str, error_type: str, code: str | None = None, *, param: str | None = None
+) -> Reply:
+    payload = openai_error(message, error_type, code)
+    if param is not None:
+        payload["error"]["param"] = param
+    return Reply(status, payload)
 
 
 def _raw_prompt_estimate(body: dict[str, Any]) -> int:
-    text = json.dumps([body.get("messages"), body.get("tools")], default=str)
+    # The whole (allow-listed) request: schemas in `response_format` are prompt tokens too.
+    text = json.dumps(body, default=str)
     return -(-len(text) // 4)
-
-
-def _reply_tokens(body: dict[str, Any]) -> int | None:
-    """The most reply tokens the agent asked for, if it said."""
-    caps = [
-        v
-        for v in (body.get("max_completion_tokens"), body.get("max_tokens"))
-        if isinstance(v, int) and not isinstance(v, bool) and v > 0
-    ]
-    return min(caps) if caps else None
 
 
 def _usage(response: dict[str, Any], request_messages: object) -> tuple[int, int, bool]:

@@ -24,6 +24,7 @@ SCRIPTED_PREFIX = "scripted"
 SCRIPTED_FINGERPRINT = "clade-scripted"
 REGEX_FLAGS = re.MULTILINE | re.DOTALL
 SYSTEM_ROLES = ("system", "developer")
+MAX_CHOICES = 128  # OpenAI's own bound on `n`
 
 
 def _compiles(pattern: str) -> str:
@@ -204,6 +205,8 @@ class ScriptedModel:
         if tool_calls:
             message["tool_calls"] = tool_calls
         prompt = sum(4 + count_tokens(text) for text in conv.contents)
+        n = body.get("n")
+        choices = n if isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= MAX_CHOICES else 1
         digest = hashlib.sha256(json.dumps([body, label], sort_keys=True).encode()).hexdigest()
         model = conv.model if conv.model.startswith(SCRIPTED_PREFIX) else self.script.model
         return label, {
@@ -212,18 +215,20 @@ class ScriptedModel:
             "created": 0,
             "model": model,
             "system_fingerprint": SCRIPTED_FINGERPRINT,
+            # `n` choices, each the same reply, each billed, as a real server does.
             "choices": [
                 {
-                    "index": 0,
+                    "index": index,
                     "message": message,
                     "finish_reason": finish,
                     "logprobs": None,
                 }
+                for index in range(choices)
             ],
             "usage": {
                 "prompt_tokens": prompt,
-                "completion_tokens": completion,
-                "total_tokens": prompt + completion,
+                "completion_tokens": completion * choices,
+                "total_tokens": prompt + completion * choices,
             },
         }
 
@@ -234,7 +239,8 @@ def _reply_cap(body: dict[str, Any]) -> int | None:
         for v in (body.get("max_completion_tokens"), body.get("max_tokens"))
         if isinstance(v, int) and not isinstance(v, bool) and v >= 0
     ]
-    return min(caps) if caps else None
+    # A real server honours the newer key when both are sent.
+    return caps[0] if caps else None
 
 
 def _arguments(arguments: dict[str, Any] | str) -> str:

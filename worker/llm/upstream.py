@@ -14,7 +14,10 @@ from typing import Any, Literal, Protocol
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from worker.llm.redact import Redactor
+
 JSONObject = dict[str, Any]
+MAX_MESSAGE_CHARS = 500
 
 
 class UpstreamError(Exception):
@@ -66,6 +69,8 @@ class OpenAICompatibleUpstream:
     def __init__(self, base_url: str, api_key: str | None, timeout: float = 300.0) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(base_url=base_url.rstrip("/") + "/", headers=headers, timeout=timeout)
+        # Every message this raises may reach a sandbox: the key is cut out before any truncation.
+        self._redact = Redactor([api_key] if api_key else [])
 
     def chat_completions(self, body: JSONObject) -> JSONObject:
         return self._request("POST", "chat/completions", body)
@@ -77,15 +82,22 @@ class OpenAICompatibleUpstream:
         self._client.close()
 
     def _request(self, method: str, path: str, body: JSONObject | None) -> JSONObject:
+        redact = self._redact
         try:
             response = self._client.request(method, path, json=body)
         except httpx.TimeoutException as exc:
-            raise UpstreamTimeout(504, f"upstream timed out: {exc}", "upstream_timeout") from exc
+            raise UpstreamTimeout(
+                504, redact.cut(f"upstream timed out: {exc}", MAX_MESSAGE_CHARS), "upstream_timeout"
+            ) from exc
         except httpx.TransportError as exc:
-            raise UpstreamUnavailable(502, f"upstream unreachable: {exc}") from exc
+            raise UpstreamUnavailable(
+                502, redact.cut(f"upstream unreachable: {exc}", MAX_MESSAGE_CHARS)
+            ) from exc
         if response.status_code >= 400:
             message, error_type = _error_details(response)
-            raise UpstreamHTTPError(response.status_code, message, error_type)
+            raise UpstreamHTTPError(
+                response.status_code, redact.cut(message, MAX_MESSAGE_CHARS), redact.cut(error_type, 100)
+            )
         try:
             data = response.json()
         except ValueError as exc:
@@ -96,7 +108,8 @@ class OpenAICompatibleUpstream:
 
 
 def _error_details(response: httpx.Response) -> tuple[str, str]:
-    """The upstream's own OpenAI-style message and type when it sent one, else its text."""
+    """The upstream's own OpenAI-style message and type when it sent one, else its text (whole:
+    the caller redacts, then cuts)."""
     try:
         data = response.json()
     except ValueError:
@@ -104,7 +117,7 @@ def _error_details(response: httpx.Response) -> tuple[str, str]:
     error = data.get("error") if isinstance(data, dict) else None
     if isinstance(error, dict) and isinstance(error.get("message"), str):
         return f"upstream: {error['message']}", str(error.get("type") or "upstream_error")
-    return f"upstream HTTP {response.status_code}: {response.text[:500]}", "upstream_error"
+    return f"upstream HTTP {response.status_code}: {response.text}", "upstream_error"
 
 
 def _openai_compatible(config: UpstreamConfig) -> Upstream:

@@ -19,6 +19,14 @@ function text(value: unknown): string {
   return value === null || value === undefined ? "" : JSON.stringify(value, null, 1);
 }
 
+// Roles the stylesheet knows; any other value the agent wrote gets the neutral class (its role
+// becomes no class name of its own choosing).
+const KNOWN_ROLES = new Set(["system", "developer", "user", "assistant", "tool", "function"]);
+
+export function roleClass(role: unknown): string {
+  return typeof role === "string" && KNOWN_ROLES.has(role) ? `role-${role}` : "role-other";
+}
+
 function toolCalls(value: unknown): HTMLElement | null {
   if (!Array.isArray(value) || value.length === 0) return null;
   return h(
@@ -68,7 +76,7 @@ export function renderTrajectory(trajectory: unknown): HTMLElement {
       (record.messages as Message[]).map((m) =>
         h(
           "li",
-          { class: `message role-${text(m.role)}` },
+          { class: `message ${roleClass(m.role)}` },
           h("span", { class: "role" }, text(m.role)),
           text(m.content) ? h("pre", { class: "content" }, text(m.content)) : null,
           toolCalls(m.tool_calls),

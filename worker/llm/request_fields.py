@@ -1,0 +1,88 @@
+"""Which fields of an agent's chat-completion request the gateway forwards, and how many
+replies (and of what length) a request may cost.
+
+The gateway forwards an allow-list, not the agent's body: a field the lease cannot see the
+price of (`service_tier` priced higher, `web_search_options` billed per search, audio
+`modalities` priced per audio token, `store`, `metadata`, `prediction`) or that it does not
+know is refused with a 400 naming it, before anything goes upstream. `n` is allowed up to
+MAX_CHOICES and every one of its replies is held against the lease; the reply-limit keys
+(`max_tokens`, `max_completion_tokens`) must be positive integers, and the largest one sent
+is the reply's worst case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+FORWARDED_FIELDS = frozenset(
+    {
+        "model",
+        "messages",
+        "max_tokens",
+        "max_completion_tokens",
+        "n",
+        "temperature",
+        "top_p",
+        "stop",
+        "seed",
+        "presence_penalty",
+        "frequency_penalty",
+        "logit_bias",
+        "logprobs",
+        "top_logprobs",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "response_format",
+        "reasoning_effort",
+        "user",
+        "stream",  # only `false`: streaming is refused on its own
+    }
+)
+REPLY_LIMIT_KEYS = ("max_completion_tokens", "max_tokens")
+MAX_CHOICES = 8
+
+
+@dataclass(frozen=True)
+class RequestShape:
+    """What a valid request may cost: `choices` replies of at most `reply_tokens` each (None:
+    the agent set no reply limit)."""
+
+    choices: int
+    reply_tokens: int | None
+
+
+@dataclass(frozen=True)
+class FieldRefusal:
+    field: str
+    message: str
+
+
+def check_request(body: dict[str, Any]) -> RequestShape | FieldRefusal:
+    """The request's shape, or why the gateway refuses it (the first offending field)."""
+    unknown = sorted(key for key in body if key not in FORWARDED_FIELDS)
+    if unknown:
+        listed = ", ".join(sorted(FORWARDED_FIELDS))
+        return FieldRefusal(
+            unknown[0],
+            f"the Clade LLM gateway does not forward the field {unknown[0]!r} (it forwards only: {listed})",
+        )
+    caps: list[int] = []
+    for key in REPLY_LIMIT_KEYS:
+        value = body.get(key)
+        if value is None:
+            continue
+        if not _positive_int(value):
+            return FieldRefusal(key, f"{key!r} must be a positive integer, not {value!r}")
+        caps.append(value)
+    choices = body.get("n", 1)
+    if choices is None:
+        choices = 1
+    if not _positive_int(choices) or choices > MAX_CHOICES:
+        return FieldRefusal("n", f"'n' must be an integer from 1 to {MAX_CHOICES}, not {choices!r}")
+    return RequestShape(choices=choices, reply_tokens=max(caps) if caps else None)
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
