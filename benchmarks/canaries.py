@@ -107,14 +107,14 @@ def check(canaries: Canaries, statuses: Mapping[str, TestStatus]) -> str | None:
         node = canaries.node_id(statuses, name)
         which = "must-fail" if expected is TestStatus.FAILED else "must-pass"
         if node is None:
-            if not _collection_failed(canaries.test_file, statuses):
+            if not collection_failed(canaries.test_file, statuses):
                 problems.append(f"the {which} canary {name} was never reported")
         elif statuses[node] is not expected:
             problems.append(f"the {which} canary {name} was reported {statuses[node].value}")
     return "; ".join(problems) or None
 
 
-def _collection_failed(test_file: str, statuses: Mapping[str, TestStatus]) -> bool:
+def collection_failed(test_file: str, statuses: Mapping[str, TestStatus]) -> bool:
     return any(
         "::" not in node and node.endswith(test_file.rsplit("/", 1)[-1]) and status is TestStatus.ERROR
         for node, status in statuses.items()

@@ -51,7 +51,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,8 +66,10 @@ from benchmarks.base import (
     dropped_note,
     group_reason,
 )
-from benchmarks.canaries import Canaries, CanaryError, check, plant
+from benchmarks.canaries import Canaries, CanaryError
 from benchmarks.graded_diff import GRADER_MODULES
+from benchmarks.must_fail import MustFail, plant_must_fail
+from benchmarks.runner_tampering import runner_tampering, tampering_note
 from benchmarks.write_watch import Change, WriteWatch
 from sandbox.base import LABEL_PREFIX, ExecResult, Mount, SandboxBackend, SandboxSpec
 from sandbox.ownership import make_world_writable
@@ -120,9 +122,10 @@ class GuardedRun:
     """One guarded pytest run: the real tests' statuses, and whether they can be trusted."""
 
     run: ExecResult
-    statuses: dict[str, TestStatus]  # the real tests only (canaries removed)
+    statuses: dict[str, TestStatus]  # the real tests only (twins and canaries removed)
     tampered: str | None  # evidence of forgery; the statuses are then worthless
     untrusted: str | None  # why there are no usable statuses, without forgery (a timeout...)
+    must_fail_note: str = ""  # "" with twins; why arithmetic canaries stood in for them
 
     @property
     def log(self) -> str:
@@ -153,11 +156,15 @@ def grade_pytest(
         workdir=task.repo_path,
         labels={f"{LABEL_PREFIX}.purpose": "grade", f"{LABEL_PREFIX}.task": task.instance_id},
     )
+    flags = runner_tampering(diff, dropped)
+    files = test_files(task)
     guarded = run_guarded_pytest(
         spec,
         task.test_command,
         repo=repo,
-        canary_file=canary_file(task),
+        canary_file=files[0],
+        test_files=files,
+        graded_tiers=(task.FAIL_TO_PASS, task.PASS_TO_PASS),
         work_dir=work_dir,
         backend=backend,
         timeout_s=timeout_s,
@@ -170,11 +177,14 @@ def grade_pytest(
         reason = f"the tests timed out after {timeout_s:g}s; {reason}"
     elif guarded.untrusted is not None:
         reason = f"{guarded.untrusted}; {reason}"
+    if guarded.must_fail_note:
+        reason += f"; {guarded.must_fail_note}"
     trusted = guarded.tampered is None and guarded.untrusted is None
     return report.model_copy(
         update={
             "resolved": report.resolved and trusted,
-            "reason": reason + dropped_note(dropped),
+            "reason": reason + dropped_note(dropped) + tampering_note(flags),
+            "runner_tampering": flags,
             "tests_exit_code": None if guarded.run.timed_out else guarded.run.exit_code,
             "tests_timed_out": guarded.run.timed_out,
             "log_tail": guarded.log[-LOG_TAIL_CHARS:],
@@ -185,13 +195,19 @@ def grade_pytest(
     )
 
 
+def test_files(task: Task) -> list[str]:
+    """The hidden tests' Python files, FAIL_TO_PASS's first: the twins go in them (the
+    canaries, when no test can be twinned, in the first)."""
+    paths = [test_id.split("::", 1)[0] for test_id in [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]]
+    found = list(dict.fromkeys(path for path in paths if path.endswith(".py")))
+    if not found:
+        raise CanaryError(f"{task.instance_id}: no test id names a Python test file for the twins")
+    return found
+
+
 def canary_file(task: Task) -> str:
-    """The test file the canaries go in: the first hidden test's (FAIL_TO_PASS first)."""
-    for test_id in [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]:
-        path = test_id.split("::", 1)[0]
-        if path.endswith(".py"):
-            return path
-    raise CanaryError(f"{task.instance_id}: no test id names a Python test file for the canaries")
+    """The first hidden test file (FAIL_TO_PASS first)."""
+    return test_files(task)[0]
 
 
 def run_guarded_pytest(
@@ -204,11 +220,15 @@ def run_guarded_pytest(
     backend: SandboxBackend,
     timeout_s: float,
     env: Mapping[str, str] | None = None,
+    test_files: Sequence[str] = (),
+    graded_tiers: Sequence[Sequence[str]] = (),
 ) -> GuardedRun:
     """Run pytest `command` (from `spec.workdir`, `repo` mounted there) with the grader's
-    plugin, canaries in `canary_file`, and every check of the module docstring."""
+    plugin, twins in `canary_file` and `test_files` (of the tests in `graded_tiers` first;
+    canaries in `canary_file` when none can be twinned), and every check of the module
+    docstring."""
     try:
-        canaries = plant(repo, canary_file)
+        must_fail = plant_must_fail(repo, [canary_file, *test_files], graded_tiers)
     except CanaryError as exc:  # the diff removed the test file, or put a link in its place
         missing = ExecResult(exit_code=-1, stdout="", stderr=str(exc), duration_s=0.0)
         return GuardedRun(missing, {}, None, f"the tests were not run: {exc}")
@@ -246,19 +266,25 @@ def run_guarded_pytest(
         finally:
             sandbox.close()  # every process it left is gone before the folder is judged
         changes = watch.changes()
-    return verify(run, results / RESULTS_FILE, changes, canaries=canaries, nonce=nonce)
+    return verify(run, results / RESULTS_FILE, changes, must_fail=must_fail, nonce=nonce)
 
 
 def verify(
-    run: ExecResult, results_file: Path, changes: list[Change], *, canaries: Canaries, nonce: str
+    run: ExecResult,
+    results_file: Path,
+    changes: list[Change],
+    *,
+    must_fail: MustFail | Canaries,
+    nonce: str,
 ) -> GuardedRun:
-    """Check one run's results against its exit status, the canaries, the nonce and the
-    folder's changes; see the module docstring."""
+    """Check one run's results against its exit status, the twins (or canaries), the nonce
+    and the folder's changes; see the module docstring."""
+    planted = must_fail if isinstance(must_fail, MustFail) else MustFail(canaries=must_fail)
 
     def verdict(
         statuses: Mapping[str, TestStatus], tampered: str | None, untrusted: str | None
     ) -> GuardedRun:
-        return GuardedRun(run, canaries.without(statuses), tampered, untrusted)
+        return GuardedRun(run, planted.without(statuses), tampered, untrusted, planted.note)
 
     if run.timed_out:
         return verdict({}, None, "the tests timed out")
@@ -271,7 +297,7 @@ def verify(
             return verdict(
                 {},
                 f"the test runner exited 0 without writing its results, although the must-fail "
-                f"canary {canaries.must_fail} runs: it was cut short",
+                f"{planted.example} runs: it was cut short",
                 None,
             )
         return verdict({}, None, f"no test results (test command exit code {run.exit_code})")
@@ -288,10 +314,8 @@ def verify(
             return verdict({}, None, f"the test runner was killed after its session ended ({said})")
         return verdict({}, f"the results say {said}", None)
     if run.exit_code == 0:
-        return verdict(
-            {}, f"the test runner exited 0, although the must-fail canary {canaries.must_fail} runs", None
-        )
-    wrong = check(canaries, statuses)
+        return verdict({}, f"the test runner exited 0, although the must-fail {planted.example} runs", None)
+    wrong = planted.check(statuses)
     if wrong is not None:
         return verdict({}, wrong, None)
     if run.exit_code != PYTEST_TESTS_FAILED:
