@@ -313,9 +313,10 @@ def verify(
             # Killed by a signal (the memory limit, say) after the results were written.
             return verdict({}, None, f"the test runner was killed after its session ended ({said})")
         return verdict({}, f"the results say {said}", None)
-    if run.exit_code == 0:
-        return verdict({}, f"the test runner exited 0, although the must-fail {planted.example} runs", None)
     wrong = planted.check(statuses)
+    if run.exit_code == 0:
+        exited = f"the test runner exited 0, although the must-fail {planted.example} runs"
+        return verdict({}, exited + (f"; {wrong}" if wrong else ""), None)
     if wrong is not None:
         return verdict({}, wrong, None)
     if run.exit_code != PYTEST_TESTS_FAILED:

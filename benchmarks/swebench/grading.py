@@ -194,10 +194,11 @@ def guarded_evidence(
 ) -> tuple[str | None, str | None]:
     """(tampered, untrusted) for a run with twins and pytest's structured report; the log's
     own checks (`forged_status_lines`) too."""
+    printed = forged_status_lines(run.log)
+    if printed is not None:
+        return printed, None
     judged = pytest_guard.judge(guard, task, statuses, list(run.changes), exit_code, run.log)
-    if judged.tampered is not None:
-        return judged.tampered, None
-    return forged_status_lines(run.log), judged.untrusted
+    return judged.tampered, judged.untrusted
 
 
 def pytest_canary_file(task: SWEbenchTask, script: str) -> str | None:

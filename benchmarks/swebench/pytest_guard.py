@@ -173,9 +173,9 @@ def judge(
     if any(session.nonce != guard.nonce for session in sessions):
         return Judged("a results file does not carry this grading's nonce", None)
     if exit_code == 0:
-        return Judged(
-            f"the test command exited 0, although the must-fail {guard.must_fail.example} ran", None
-        )
+        wrong = guard.must_fail.check(_merged(sessions)) if sessions else None
+        exited = f"the test command exited 0, although the must-fail {guard.must_fail.example} ran"
+        return Judged(exited + (f"; {wrong}" if wrong else ""), None)
     skipped = [line for line in log.splitlines() if line.startswith(NOT_PLANTED)]
     if skipped:
         return Judged(None, f"the twins could not be planted ({skipped[0][len(NOT_PLANTED) + 1 :][:200]})")
