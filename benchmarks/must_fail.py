@@ -24,7 +24,7 @@ from benchmarks.base import TestStatus
 from benchmarks.canaries import Canaries, CanaryError, check, collection_failed, plant
 from benchmarks.twins import Twin, candidates, write_twins
 
-MAX_TWINS = 3
+MAX_TWINS = 8
 NO_TWINS_NOTE = "no hidden test could be twinned (no assertion on a literal): arithmetic canaries instead"
 
 
@@ -146,7 +146,7 @@ def plan_twins(
 def plant_must_fail(repo: Path, test_files: Sequence[str], tiers: Sequence[Sequence[str]] = ()) -> MustFail:
     """Plant twins into the `test_files` of `repo` (canaries in the first one when no test can
     be twinned). CanaryError when the first file is missing or not a regular file."""
-    readable = {}
+    readable: dict[str, str] = {}
     for test_file in dict.fromkeys(test_files):
         path = repo / test_file
         if path.is_symlink() or not path.is_file() or not path.resolve().is_relative_to(repo.resolve()):

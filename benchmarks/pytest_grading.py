@@ -3,7 +3,7 @@ and the guards that keep an agent from forging the verdict (also used by Polyglo
 
 Steps: apply the agent's diff to a fresh copy of the repository (on the host), leaving
 out what it did to test infrastructure (`graded_diff.py`); put the files the hidden test
-patch touches back to their base state and apply that patch; add the canaries; run the
+patch touches back to their base state and apply that patch; plant the must-fail twins; run the
 test command in a fresh sandbox with the repository bind-mounted; read each test's
 outcome from the JSON that `pytest_plugin.py` writes into a second mount.
 
@@ -20,10 +20,17 @@ control, and calls every disagreement "tampered" (never resolved, with the evide
    installed plugin), no user site (`PYTHONNOUSERSITE`), no bytecode written, no cache
    provider, `PYTEST_ADDOPTS` empty; the plugin and the grading file come from a
    read-only mount, and are loaded before any conftest or test module.
-3. Canaries (`canaries.py`), the main defence against code that rewrites reports in
-   the process: a must-fail and a must-pass test under fresh random names in a test
-   file the command runs. A wrong status or a missing canary is tampering.
-4. The runner's own exit status: the must-fail canary makes an honest run exit 1, so an
+3. Must-fail twins (`twins.py`, `must_fail.py`), the main defence against code that
+   rewrites outcomes in the process (its reports, `Function.runtest`, unittest's result):
+   up to eight copies of real hidden tests (the graded ones first: FAIL_TO_PASS, then
+   PASS_TO_PASS; one per hidden test file first) under fresh names, at random places among
+   the file's tests, each with one expected value perturbed, so that only the right answer
+   tells them from the real tests. A twin reported passed (with its original, or with a
+   random value no run can produce), skipped while its original passed, or missing from a
+   file that was collected is tampering. The real tests that pass are the must-pass
+   evidence. When no hidden test can be twinned, the arithmetic canaries
+   (`canaries.py`) stand in, and the reason says so.
+4. The runner's own exit status: the must-fail twins make an honest run exit 1, so an
    exit of 0 (a runner cut short with `os._exit(0)`, or whose outcome was rewritten) is
    tampering; so is a results file whose session exit status differs from the process's
    (unless the process was killed by a signal, e.g. out of memory: then it is only
@@ -37,12 +44,17 @@ control, and calls every disagreement "tampered" (never resolved, with the evide
 6. No results is no verdict: a missing or unreadable file is "not resolved" (never parsed
    from stdout, whatever it printed).
 
-What remains possible: code that patches pytest's reporting in the process and knows
-which tests are canaries (by reading the test files at run time and recognising them)
-can still forge a pass that agrees with all of the above. The canaries' fresh names (with
-words of the file's own tests), place in a real test file and unremarkable bodies make
-that an attack aimed at this grader rather than a generic one, and one that its diff,
-recorded with every evaluation, shows in the open.
+7. Flags (`runner_tampering.py`): the diff's non-test code that names pytest's or
+   unittest's internals, tracing hooks, the process's exit path or the grader's files is
+   listed on the verdict (`runner_tampering`) and in its reason; a flag is not a verdict.
+
+What remains possible: a generic forgery (swallow every failure, rewrite every report,
+fail a random share) is caught by the twins; telling a twin from its original takes the
+right answer, or an attack aimed at this grader: one that compares the test files with
+the repository's history (a twin of a PASS_TO_PASS test is new there, its original is
+not) and lets the new copies fail. Such a diff names the runner's internals, is flagged,
+and is recorded with every evaluation. Code whose state leaks between tests can make a
+twin disturb a real test; `clade bench check` shows it (gold must still resolve).
 """
 
 from __future__ import annotations

@@ -185,8 +185,8 @@ def _is_test_function(stmt: ast.stmt) -> bool:
 
 
 def _first_line(stmt: ast.stmt) -> int:
-    lines = [stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))]
-    return min(lines) - 1
+    decorators: list[ast.expr] = getattr(stmt, "decorator_list", [])
+    return min([stmt.lineno, *(d.lineno for d in decorators)]) - 1
 
 
 def _edits(function: ast.FunctionDef) -> Iterator[_Edit]:
@@ -289,7 +289,8 @@ def _literal_edits(node: ast.expr, *, top: bool) -> Iterator[_Edit]:
             yield _replace(node, f"({_offset()})", "none")
     elif isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
         number = node.operand.value
-        assert _is_number(number)
+        if not isinstance(number, (int, float)) or isinstance(number, bool):
+            return
         signed = -number if isinstance(node.op, ast.USub) else number
         yield _replace(node, f"({signed - _offset()!r})", "int" if isinstance(signed, int) else "float")
     elif isinstance(node, (ast.List, ast.Tuple)) and not node.elts:
@@ -301,9 +302,9 @@ def _literal_edits(node: ast.expr, *, top: bool) -> Iterator[_Edit]:
             yield from _literal_edits(element, top=False)
     elif isinstance(node, ast.Dict):
         keys = [ast.unparse(k) for k in node.keys if k is not None]
-        for key, value in zip(keys, node.values, strict=True):
+        for key, item in zip(keys, node.values, strict=True):
             if keys.count(key) == 1:  # a repeated key's earlier values do not count
-                yield from _literal_edits(value, top=False)
+                yield from _literal_edits(item, top=False)
 
 
 def _replace(node: ast.expr, text: str, kind: str) -> _Edit:

@@ -17,14 +17,17 @@
 Against forged verdicts (see `pytest_grading.py` for the threat): after step 2, the
 diff's changes to test infrastructure are put back (`graded_diff.py`; files the test or
 the gold patch change are exempt) and listed with the test files of step 1 as dropped
-for grading. For instances run by pytest (test ids `path.py::name`, a `pytest` command
-in the script), the eval script also appends two canaries to the first FAIL_TO_PASS
-test's file right after the test patch is applied: a must-fail canary reported as
-anything but FAILED, a must-pass one as anything but PASSED, either missing, or a test
-command that exits 0 although the must-fail canary ran, make the verdict "tampered".
-The canaries are then left out of the statuses. The log is still the harness's only
-source of statuses (as in the official harness); autoloaded plugins stay on, since
-some repositories' tests need theirs.
+for grading; non-test code naming the runner's internals is flagged (`runner_tampering`).
+For instances run by pytest (test ids `path.py::name`, a `pytest` command in the script),
+the eval script also plants must-fail twins of the hidden tests right after the test patch
+is applied and loads the grader's results plugin, whose structured report lands in a
+watched mount (`pytest_guard.py`): a twin reported wrong, a graded test that the log passes
+and pytest's report does not, an exit of 0, a forged or second write, or status lines
+pytest cannot have printed (`forged_status_lines`) make the verdict "tampered"; no report
+makes it "not resolved". The twins are left out of the statuses. When no hidden test can be
+twinned, two arithmetic canaries are appended to the first FAIL_TO_PASS file instead (the
+log is then the only source of statuses, as in the official harness). Autoloaded plugins
+stay on, since some repositories' tests need theirs.
 """
 
 from __future__ import annotations

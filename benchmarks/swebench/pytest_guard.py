@@ -131,8 +131,8 @@ def prepare(
     ]
     for folder in (grader, copies):
         os.chmod(folder, 0o755)
-        for path in folder.iterdir():
-            os.chmod(path, 0o644)
+        for entry in folder.iterdir():
+            os.chmod(entry, 0o644)
     os.chmod(results, 0o777)  # the eval script runs as the sandbox's unprivileged user
     guarded = _before_start(script, lines)
     return guarded, Guard(MustFail(twins=twins), nonce, results, tuple(twinned))

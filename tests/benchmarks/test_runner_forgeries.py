@@ -55,16 +55,13 @@ def test_a_random_half_swallowed_is_not_resolved(
     clade_mini: CladeMini, docker_backend: tuple[SandboxBackend, str], tmp_path: Path
 ) -> None:
     """Each failing test passes by a coin flip. To be resolved, textkit-1's 3 FAIL_TO_PASS tests
-    must all be swallowed and its 3 twins all spared: 1 chance in 64 per grading, hence two
-    gradings, both of which must be caught (one chance in 2,000 that this test fails)."""
+    must all be swallowed and its 8 twins all spared: 1 chance in 2,048 that this test fails."""
     backend, image = docker_backend
     task = find_task(clade_mini, "clade-mini__textkit-1")
     diff = diff_after(clade_mini, task, tmp_path, append("textkit/__init__.py", SWALLOW_A_RANDOM_HALF))
-    reports = [clade_mini.grade(task, diff, backend, image, 120) for _ in range(2)]
-    assert not any(report.resolved for report in reports), [r.reason for r in reports]
-    assert any(report.tampered is not None for report in reports) or all(
-        report.FAIL_TO_PASS.failure for report in reports
-    )
+    report = clade_mini.grade(task, diff, backend, image, 120)
+    assert not report.resolved, report.reason
+    assert report.tampered is not None or report.FAIL_TO_PASS.failure, report.reason
 
 
 def test_f1_is_caught_on_the_folder_benchmark(
