@@ -200,7 +200,8 @@ def guarded_evidence(
     printed = forged_status_lines(run.log)
     if printed is not None:
         return printed, None
-    judged = pytest_guard.judge(guard, task, statuses, list(run.changes), exit_code, run.log)
+    graded = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
+    judged = pytest_guard.judge(guard, graded, statuses, list(run.changes), exit_code, run.log)
     return judged.tampered, judged.untrusted
 
 

@@ -30,7 +30,7 @@ import os
 import re
 import shlex
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -157,28 +157,30 @@ class Judged:
 
 def judge(
     guard: Guard,
-    task: SWEbenchTask,
+    graded: Sequence[str],
     log_statuses: Mapping[str, TestStatus],
     changes: list[Change],
     exit_code: int | None,
     log: str,
 ) -> Judged:
-    """The guard's evidence on one run; see the module docstring."""
+    """The guard's evidence on one run (`graded`: the FAIL_TO_PASS and PASS_TO_PASS tests);
+    see the module docstring."""
     forged = _unexpected_changes(changes)
     if forged is not None:
         return Judged(forged, None)
     sessions = _read_sessions(guard.results)
     if sessions is None:
-        return Judged("a results file is a link, too large or unreadable", None)
+        return Judged(None, "a results file is a link, too large or unreadable")
     if any(session.nonce != guard.nonce for session in sessions):
         return Judged("a results file does not carry this grading's nonce", None)
+    # Before the exit status: without its twins, an honest run may exit 0.
+    skipped = [line for line in log.splitlines() if line.startswith(NOT_PLANTED)]
+    if skipped:
+        return Judged(None, f"the twins could not be planted ({skipped[0][len(NOT_PLANTED) + 1 :][:200]})")
     if exit_code == 0:
         wrong = guard.must_fail.check(_merged(sessions)) if sessions else None
         exited = f"the test command exited 0, although the must-fail {guard.must_fail.example} ran"
         return Judged(exited + (f"; {wrong}" if wrong else ""), None)
-    skipped = [line for line in log.splitlines() if line.startswith(NOT_PLANTED)]
-    if skipped:
-        return Judged(None, f"the twins could not be planted ({skipped[0][len(NOT_PLANTED) + 1 :][:200]})")
     if not sessions:
         return Judged(None, "pytest's structured report is missing (the grader's plugin did not run)")
     last = sessions[-1].exit_status
@@ -190,7 +192,7 @@ def judge(
     wrong = guard.must_fail.check(statuses)
     if wrong is not None:
         return Judged(wrong, None)
-    for test in [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]:
+    for test in graded:
         said = log_statuses.get(test)
         if said is None or said.value not in _LOG_PASSES:
             continue
