@@ -8,7 +8,8 @@ FAIL_TO_PASS, then PASS_TO_PASS); `MustFail.check` reads the statuses back:
 - a twin reported PASSED whose original passed too: tampered (both cannot pass);
 - a twin with a strong perturbation (a random number or string) reported PASSED: tampered;
 - a twin reported SKIPPED or XFAIL whose original passed: tampered (the same code ran);
-- a twin never reported, although its file was collected (no collection error): tampered.
+- a twin never reported, although its original was (and its file has no collection error):
+  tampered.
 
 A weak twin (a flipped bool, `assert not (...)`) that passed while its original failed is
 honest: unfixed code can return the other bool; the verdict is "not resolved" anyway.
@@ -75,9 +76,12 @@ def _twin_problem(twin: Twin, statuses: Mapping[str, TestStatus]) -> str | None:
     nodes = [node for node in statuses if _matches(node, twin.test_file, twin.name)]
     which = f"the must-fail twin {twin.name} of {twin.original} ({twin.kind} perturbed)"
     if not nodes:
-        if collection_failed(twin.test_file, statuses):
+        # Missing is evidence when its original was reported: pytest collected them alike
+        # (a class it does not collect, a module that does not import, lose both honestly).
+        originals = [node for node in statuses if _matches(node, twin.test_file, twin.original)]
+        if not originals or collection_failed(twin.test_file, statuses):
             return None
-        return f"{which} was never reported"
+        return f"{which} was never reported, although its original was"
     for node in nodes:
         status = statuses[node]
         original = statuses.get(_original_node(node, twin))
@@ -153,10 +157,13 @@ def plant_must_fail(repo: Path, test_files: Sequence[str], tiers: Sequence[Seque
             if not readable and test_file == test_files[0]:
                 raise CanaryError(f"{test_file} is not a regular file in the repository")
             continue
-        readable[test_file] = path.read_text(errors="replace")
+        try:  # byte for byte: the twinned file must differ from it by the twins alone
+            readable[test_file] = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            continue
     twins, texts = plan_twins(readable, tiers)
     if not twins:
         return MustFail(canaries=plant(repo, test_files[0]))
     for test_file, text in texts.items():
-        (repo / test_file).write_text(text, encoding="utf-8")
+        (repo / test_file).write_bytes(text.encode("utf-8"))
     return MustFail(twins=twins)

@@ -32,6 +32,7 @@ or fixture. The assertion must be a direct statement of the body (not under `if`
 from __future__ import annotations
 
 import ast
+import io
 import math
 import os
 import re
@@ -97,10 +98,10 @@ def candidates(source: str) -> list[_Candidate]:
     """The test functions of `source` that can be twinned, in file order."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     found: list[_Candidate] = []
-    found += _scope_candidates(tree.body, None, len(source.splitlines()))
+    found += _scope_candidates(tree.body, None, len(_lines(source)))
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and _is_test_class(node):
             found += _scope_candidates(node.body, node.name, node.end_lineno or node.lineno)
@@ -130,7 +131,7 @@ def write_twins(
 
     chosen = sorted(_shuffled(pool), key=tier)[:count]  # sorted() is stable: random within a tier
     words = _name_words(source)
-    lines = source.splitlines(keepends=True)
+    lines = _lines(source)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     inserts: list[tuple[int, str]] = []
@@ -149,6 +150,11 @@ def write_twins(
     return twins, "".join(lines)
 
 
+def _lines(source: str) -> list[str]:
+    """`source`'s lines as ast counts them (\n, \r\n and \r end a line; form feeds do not)."""
+    return io.StringIO(source, newline="").readlines()
+
+
 def _key(candidate: _Candidate) -> str:
     return f"{candidate.cls}::{candidate.name}" if candidate.cls else candidate.name
 
@@ -165,6 +171,10 @@ def _scope_candidates(body: list[ast.stmt], cls: str | None, scope_end: int) -> 
     # A copy goes between two statements, after every statement that is not a test
     # function and comes before the original (its decorators may need them), or at the end.
     boundaries = [_first_line(stmt) for stmt in body] + [scope_end]
+    # Not before a statement that shares its line with the one before (`a = 1; b = 2`).
+    shared = {
+        i for i in range(1, len(body)) if (body[i - 1].end_lineno or body[i - 1].lineno) > boundaries[i]
+    }
     for index, stmt in enumerate(body):
         if not isinstance(stmt, ast.FunctionDef) or not stmt.name.startswith("test"):
             continue
@@ -174,7 +184,9 @@ def _scope_candidates(body: list[ast.stmt], cls: str | None, scope_end: int) -> 
         floor = max(
             (i + 1 for i, other in enumerate(body[:index]) if not _is_test_function(other)), default=0
         )
-        slots = tuple(sorted({boundaries[i] for i in range(floor, len(body) + 1)}))
+        slots = tuple(sorted({boundaries[i] for i in range(floor, len(body) + 1) if i not in shared}))
+        if not slots:
+            continue
         last = (stmt.end_lineno or stmt.lineno) - 1
         found.append(_Candidate(stmt.name, cls, _first_line(stmt), last, slots, edits))
     return found
@@ -292,7 +304,10 @@ def _literal_edits(node: ast.expr, *, top: bool) -> Iterator[_Edit]:
         if not isinstance(number, (int, float)) or isinstance(number, bool):
             return
         signed = -number if isinstance(node.op, ast.USub) else number
-        yield _replace(node, f"({signed - _offset()!r})", "int" if isinstance(signed, int) else "float")
+        if isinstance(signed, int):
+            yield _replace(node, f"({signed - _offset()!r})", "int")
+        elif math.isfinite(signed):
+            yield _replace(node, f"({signed - abs(signed) * 10 - _offset() - 0.5!r})", "float")
     elif isinstance(node, (ast.List, ast.Tuple)) and not node.elts:
         yield _replace(node, f"[{_offset()}]" if isinstance(node, ast.List) else f"({_offset()},)", "empty")
     elif isinstance(node, ast.Dict) and not node.keys:

@@ -30,12 +30,13 @@ import os
 import re
 import shlex
 import shutil
+import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.base import TestStatus
-from benchmarks.gitops import apply_patch, git, git_ok
+from benchmarks.gitops import apply_patch, git_ok
 from benchmarks.must_fail import MustFail, plan_twins
 from benchmarks.pytest_grading import (
     GRADING_FILE,
@@ -84,14 +85,28 @@ def patched_texts(task: SWEbenchTask, repo: Path, paths: list[str], scratch: Pat
     scratch.mkdir(parents=True)
     git_ok(scratch, "init", "--quiet", "--initial-branch=main")
     for path in touched_paths(task.test_patch):
-        shown = git(repo, "-c", "safe.directory=*", "show", f"{task.base_commit}:{path}")
+        # Bytes, not text: the eval script's `git checkout` writes them so (CRLF stays CRLF).
+        shown = subprocess.run(
+            ["git", "-c", "safe.directory=*", "show", f"{task.base_commit}:{path}"],
+            cwd=repo,
+            capture_output=True,
+            check=False,
+        )
         if shown.returncode == 0:
             target = scratch / path
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(shown.stdout)
+            target.write_bytes(shown.stdout)
     if not apply_patch(scratch, task.test_patch).applied:
         return {}
-    return {p: (scratch / p).read_text(errors="replace") for p in paths if (scratch / p).is_file()}
+    texts = {}
+    for path in paths:
+        target = scratch / path
+        if target.is_file() and not target.is_symlink():
+            try:  # byte for byte: the script compares the file's hash
+                texts[path] = target.read_bytes().decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+    return texts
 
 
 def prepare(

@@ -269,8 +269,10 @@ def test_a_twin_reported_wrong_is_tampering(statuses: dict[str, str], evidence: 
     [
         (TWIN, {"tests/test_a.py::test_keeps_order": "FAILED", "tests/test_a.py::test_sorted": "PASSED"}),
         (TWIN, {"tests/test_a.py::test_keeps_order": "FAILED", "tests/test_a.py::test_sorted": "FAILED"}),
-        # A module that does not import loses its twins honestly.
+        # A module that does not import loses its twins honestly; so does a class pytest
+        # does not collect (its original is missing too).
         (TWIN, {"tests/test_a.py": "ERROR"}),
+        (TWIN, {"tests/test_a.py::test_other": "PASSED"}),
         # Unfixed code may return the other bool: a weak twin passing with its original failing.
         (WEAK, {"tests/test_a.py::test_keeps_flag": "PASSED", "tests/test_a.py::test_flag": "FAILED"}),
     ],
@@ -323,3 +325,20 @@ def test_runner_internals_in_non_test_code_are_flagged() -> None:
     assert "flagged: non-test code reaches into the test runner" in note and "pkg/trace.py" in note
     assert runner_tampering(DIFF, dropped=["pkg/__init__.py"]) == {"pkg/trace.py": "TestCase.run"}
     assert tampering_note({}) == ""
+
+
+def test_line_endings_and_form_feeds_are_kept_byte_for_byte(tmp_path: Path) -> None:
+    source = "import os\r\n\r\n\x0c\r\ndef test_area():\r\n    assert area(2, 3) == 6\r\n"
+    twins, text = twinned_folder(tmp_path, source)
+    header = "from gold import *  # noqa: F403\n"
+    assert twins and text.startswith(header + "import os\r\n\r\n\x0c\r\n")
+    assert "def test_area():\r\n    assert area(2, 3) == 6\r\n" in text
+    outcomes = run_pytest(tmp_path, "test_sample.py")
+    assert sorted(outcomes.values()) == ["failed", "passed"]
+
+
+def test_statements_sharing_a_line_are_not_split() -> None:
+    source = "import os; X = 1\n\n\ndef test_x():\n    assert abs(-1) == 1\n"
+    for _ in range(10):
+        _, text = write_twins("t.py", source, count=1)
+        assert text.startswith("import os; X = 1\n")
