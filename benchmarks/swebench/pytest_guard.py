@@ -129,7 +129,7 @@ def prepare(
     (grader / GRADING_FILE).write_text(json.dumps({"nonce": nonce}))
     lines = []
     for number, (path, text) in enumerate(twinned.items()):
-        (copies / str(number)).write_text(text, encoding="utf-8")
+        (copies / str(number)).write_bytes(text.encode("utf-8"))
         expected = hashlib.sha256(texts[path].encode()).hexdigest()
         quoted, copy = shlex.quote(path), shlex.quote(f"{EVAL_DIR}/{TWINS_SUBDIR}/{number}")
         lines.append(
