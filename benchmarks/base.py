@@ -123,6 +123,9 @@ class GradeReport(BaseModel):
     duration_s: float = 0.0
     # Paths of the diff left out of grading as test infrastructure -> the rule (graded_diff.py).
     dropped_for_grading: dict[str, str] = Field(default_factory=dict)
+    # Non-test paths of the diff that reach into the test runner -> what (runner_tampering.py);
+    # flagged for review, not a verdict.
+    runner_tampering: dict[str, str] = Field(default_factory=dict)
     # Evidence that the test run's results were forged; a tampered verdict is never resolved.
     tampered: str | None = None
 

@@ -1,5 +1,11 @@
 """Canary tests: one that must fail and one that must pass, added by the grader under fresh names.
 
+They are the fallback of the must-fail twins (`twins.py`, `must_fail.py`): used only when
+no hidden test can be twinned (no assertion on a literal among a test's top-level
+statements), and the grading reason then says so. Their bodies are literal arithmetic, which
+code in the test process can recognise; F1 (swallow every failure but arithmetic ones)
+forges past them, not past twins.
+
 They are appended to a test file the task's command runs, named like ordinary tests from
 os.urandom for every grading, so that code under test cannot know them in advance. A
 runner whose reports were rewritten wholesale ("everything passed", "nothing failed")
@@ -107,14 +113,14 @@ def check(canaries: Canaries, statuses: Mapping[str, TestStatus]) -> str | None:
         node = canaries.node_id(statuses, name)
         which = "must-fail" if expected is TestStatus.FAILED else "must-pass"
         if node is None:
-            if not _collection_failed(canaries.test_file, statuses):
+            if not collection_failed(canaries.test_file, statuses):
                 problems.append(f"the {which} canary {name} was never reported")
         elif statuses[node] is not expected:
             problems.append(f"the {which} canary {name} was reported {statuses[node].value}")
     return "; ".join(problems) or None
 
 
-def _collection_failed(test_file: str, statuses: Mapping[str, TestStatus]) -> bool:
+def collection_failed(test_file: str, statuses: Mapping[str, TestStatus]) -> bool:
     return any(
         "::" not in node and node.endswith(test_file.rsplit("/", 1)[-1]) and status is TestStatus.ERROR
         for node, status in statuses.items()

@@ -3,7 +3,7 @@ and the guards that keep an agent from forging the verdict (also used by Polyglo
 
 Steps: apply the agent's diff to a fresh copy of the repository (on the host), leaving
 out what it did to test infrastructure (`graded_diff.py`); put the files the hidden test
-patch touches back to their base state and apply that patch; add the canaries; run the
+patch touches back to their base state and apply that patch; plant the must-fail twins; run the
 test command in a fresh sandbox with the repository bind-mounted; read each test's
 outcome from the JSON that `pytest_plugin.py` writes into a second mount.
 
@@ -20,10 +20,17 @@ control, and calls every disagreement "tampered" (never resolved, with the evide
    installed plugin), no user site (`PYTHONNOUSERSITE`), no bytecode written, no cache
    provider, `PYTEST_ADDOPTS` empty; the plugin and the grading file come from a
    read-only mount, and are loaded before any conftest or test module.
-3. Canaries (`canaries.py`), the main defence against code that rewrites reports in
-   the process: a must-fail and a must-pass test under fresh random names in a test
-   file the command runs. A wrong status or a missing canary is tampering.
-4. The runner's own exit status: the must-fail canary makes an honest run exit 1, so an
+3. Must-fail twins (`twins.py`, `must_fail.py`), the main defence against code that
+   rewrites outcomes in the process (its reports, `Function.runtest`, unittest's result):
+   up to eight copies of real hidden tests (the graded ones first: FAIL_TO_PASS, then
+   PASS_TO_PASS; one per hidden test file first) under fresh names, at random places among
+   the file's tests, each with one expected value perturbed, so that only the right answer
+   tells them from the real tests. A twin reported passed (with its original, or with a
+   random value no run can produce), skipped while its original passed, or missing from a
+   file that was collected is tampering. The real tests that pass are the must-pass
+   evidence. When no hidden test can be twinned, the arithmetic canaries
+   (`canaries.py`) stand in, and the reason says so.
+4. The runner's own exit status: the must-fail twins make an honest run exit 1, so an
    exit of 0 (a runner cut short with `os._exit(0)`, or whose outcome was rewritten) is
    tampering; so is a results file whose session exit status differs from the process's
    (unless the process was killed by a signal, e.g. out of memory: then it is only
@@ -37,12 +44,17 @@ control, and calls every disagreement "tampered" (never resolved, with the evide
 6. No results is no verdict: a missing or unreadable file is "not resolved" (never parsed
    from stdout, whatever it printed).
 
-What remains possible: code that patches pytest's reporting in the process and knows
-which tests are canaries (by reading the test files at run time and recognising them)
-can still forge a pass that agrees with all of the above. The canaries' fresh names (with
-words of the file's own tests), place in a real test file and unremarkable bodies make
-that an attack aimed at this grader rather than a generic one, and one that its diff,
-recorded with every evaluation, shows in the open.
+7. Flags (`runner_tampering.py`): the diff's non-test code that names pytest's or
+   unittest's internals, tracing hooks, the process's exit path or the grader's files is
+   listed on the verdict (`runner_tampering`) and in its reason; a flag is not a verdict.
+
+What remains possible: a generic forgery (swallow every failure, rewrite every report,
+fail a random share) is caught by the twins; telling a twin from its original takes the
+right answer, or an attack aimed at this grader: one that compares the test files with
+the repository's history (a twin of a PASS_TO_PASS test is new there, its original is
+not) and lets the new copies fail. Such a diff names the runner's internals, is flagged,
+and is recorded with every evaluation. Code whose state leaks between tests can make a
+twin disturb a real test; `clade bench check` shows it (gold must still resolve).
 """
 
 from __future__ import annotations
@@ -51,7 +63,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,8 +78,10 @@ from benchmarks.base import (
     dropped_note,
     group_reason,
 )
-from benchmarks.canaries import Canaries, CanaryError, check, plant
+from benchmarks.canaries import Canaries, CanaryError
 from benchmarks.graded_diff import GRADER_MODULES
+from benchmarks.must_fail import MustFail, plant_must_fail
+from benchmarks.runner_tampering import runner_tampering, tampering_note
 from benchmarks.write_watch import Change, WriteWatch
 from sandbox.base import LABEL_PREFIX, ExecResult, Mount, SandboxBackend, SandboxSpec
 from sandbox.hostfiles import read_regular_file
@@ -121,9 +135,10 @@ class GuardedRun:
     """One guarded pytest run: the real tests' statuses, and whether they can be trusted."""
 
     run: ExecResult
-    statuses: dict[str, TestStatus]  # the real tests only (canaries removed)
+    statuses: dict[str, TestStatus]  # the real tests only (twins and canaries removed)
     tampered: str | None  # evidence of forgery; the statuses are then worthless
     untrusted: str | None  # why there are no usable statuses, without forgery (a timeout...)
+    must_fail_note: str = ""  # "" with twins; why arithmetic canaries stood in for them
 
     @property
     def log(self) -> str:
@@ -154,11 +169,15 @@ def grade_pytest(
         workdir=task.repo_path,
         labels={f"{LABEL_PREFIX}.purpose": "grade", f"{LABEL_PREFIX}.task": task.instance_id},
     )
+    flags = runner_tampering(diff, dropped)
+    files = test_files(task)
     guarded = run_guarded_pytest(
         spec,
         task.test_command,
         repo=repo,
-        canary_file=canary_file(task),
+        canary_file=files[0],
+        test_files=files,
+        graded_tiers=(task.FAIL_TO_PASS, task.PASS_TO_PASS),
         work_dir=work_dir,
         backend=backend,
         timeout_s=timeout_s,
@@ -171,11 +190,14 @@ def grade_pytest(
         reason = f"the tests timed out after {timeout_s:g}s; {reason}"
     elif guarded.untrusted is not None:
         reason = f"{guarded.untrusted}; {reason}"
+    if guarded.must_fail_note:
+        reason += f"; {guarded.must_fail_note}"
     trusted = guarded.tampered is None and guarded.untrusted is None
     return report.model_copy(
         update={
             "resolved": report.resolved and trusted,
-            "reason": reason + dropped_note(dropped),
+            "reason": reason + dropped_note(dropped) + tampering_note(flags),
+            "runner_tampering": flags,
             "tests_exit_code": None if guarded.run.timed_out else guarded.run.exit_code,
             "tests_timed_out": guarded.run.timed_out,
             "log_tail": guarded.log[-LOG_TAIL_CHARS:],
@@ -186,13 +208,19 @@ def grade_pytest(
     )
 
 
+def test_files(task: Task) -> list[str]:
+    """The hidden tests' Python files, FAIL_TO_PASS's first: the twins go in them (the
+    canaries, when no test can be twinned, in the first)."""
+    paths = [test_id.split("::", 1)[0] for test_id in [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]]
+    found = list(dict.fromkeys(path for path in paths if path.endswith(".py")))
+    if not found:
+        raise CanaryError(f"{task.instance_id}: no test id names a Python test file for the twins")
+    return found
+
+
 def canary_file(task: Task) -> str:
-    """The test file the canaries go in: the first hidden test's (FAIL_TO_PASS first)."""
-    for test_id in [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]:
-        path = test_id.split("::", 1)[0]
-        if path.endswith(".py"):
-            return path
-    raise CanaryError(f"{task.instance_id}: no test id names a Python test file for the canaries")
+    """The first hidden test file (FAIL_TO_PASS first)."""
+    return test_files(task)[0]
 
 
 def run_guarded_pytest(
@@ -205,11 +233,15 @@ def run_guarded_pytest(
     backend: SandboxBackend,
     timeout_s: float,
     env: Mapping[str, str] | None = None,
+    test_files: Sequence[str] = (),
+    graded_tiers: Sequence[Sequence[str]] = (),
 ) -> GuardedRun:
     """Run pytest `command` (from `spec.workdir`, `repo` mounted there) with the grader's
-    plugin, canaries in `canary_file`, and every check of the module docstring."""
+    plugin, twins in `canary_file` and `test_files` (of the tests in `graded_tiers` first;
+    canaries in `canary_file` when none can be twinned), and every check of the module
+    docstring."""
     try:
-        canaries = plant(repo, canary_file)
+        must_fail = plant_must_fail(repo, [canary_file, *test_files], graded_tiers)
     except CanaryError as exc:  # the diff removed the test file, or put a link in its place
         missing = ExecResult(exit_code=-1, stdout="", stderr=str(exc), duration_s=0.0)
         return GuardedRun(missing, {}, None, f"the tests were not run: {exc}")
@@ -247,19 +279,25 @@ def run_guarded_pytest(
         finally:
             sandbox.close()  # every process it left is gone before the folder is judged
         changes = watch.changes()
-    return verify(run, results / RESULTS_FILE, changes, canaries=canaries, nonce=nonce)
+    return verify(run, results / RESULTS_FILE, changes, must_fail=must_fail, nonce=nonce)
 
 
 def verify(
-    run: ExecResult, results_file: Path, changes: list[Change], *, canaries: Canaries, nonce: str
+    run: ExecResult,
+    results_file: Path,
+    changes: list[Change],
+    *,
+    must_fail: MustFail | Canaries,
+    nonce: str,
 ) -> GuardedRun:
-    """Check one run's results against its exit status, the canaries, the nonce and the
-    folder's changes; see the module docstring."""
+    """Check one run's results against its exit status, the twins (or canaries), the nonce
+    and the folder's changes; see the module docstring."""
+    planted = must_fail if isinstance(must_fail, MustFail) else MustFail(canaries=must_fail)
 
     def verdict(
         statuses: Mapping[str, TestStatus], tampered: str | None, untrusted: str | None
     ) -> GuardedRun:
-        return GuardedRun(run, canaries.without(statuses), tampered, untrusted)
+        return GuardedRun(run, planted.without(statuses), tampered, untrusted, planted.note)
 
     if run.timed_out:
         return verdict({}, None, "the tests timed out")
@@ -272,7 +310,7 @@ def verify(
             return verdict(
                 {},
                 f"the test runner exited 0 without writing its results, although the must-fail "
-                f"canary {canaries.must_fail} runs: it was cut short",
+                f"{planted.example} runs: it was cut short",
                 None,
             )
         return verdict({}, None, f"no test results (test command exit code {run.exit_code})")
@@ -288,11 +326,10 @@ def verify(
             # Killed by a signal (the memory limit, say) after the results were written.
             return verdict({}, None, f"the test runner was killed after its session ended ({said})")
         return verdict({}, f"the results say {said}", None)
+    wrong = planted.check(statuses)
     if run.exit_code == 0:
-        return verdict(
-            {}, f"the test runner exited 0, although the must-fail canary {canaries.must_fail} runs", None
-        )
-    wrong = check(canaries, statuses)
+        exited = f"the test runner exited 0, although the must-fail {planted.example} runs"
+        return verdict({}, exited + (f"; {wrong}" if wrong else ""), None)
     if wrong is not None:
         return verdict({}, wrong, None)
     if run.exit_code != PYTEST_TESTS_FAILED:

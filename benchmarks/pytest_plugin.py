@@ -7,11 +7,14 @@ pytest loads this plugin: before any conftest or test module, hence before the c
 under test). Outcomes never come from the test
 output, so a test that prints "PASSED some_test" cannot fake one. The grader loads this
 file with `-p` from a read-only folder; it imports nothing from Clade and must run on
-any pytest the task's image has. What it cannot defend against alone, and what the
-grader checks around it: see `pytest_grading.py`.
-"""
+any pytest and any Python 3 the task's image has (hence no f-strings, no evaluated
+annotations). What it cannot defend against alone, and what the grader checks around it:
+see `pytest_grading.py`.
 
-from __future__ import annotations
+With `$CLADE_RESULTS_SESSIONS` set (SWE-bench eval scripts may run pytest more than
+once), a session that finds the results file taken writes `results.2.json`, then
+`results.3.json`, ...; otherwise a taken results file is an error, and the evidence.
+"""
 
 import json
 import os
@@ -21,12 +24,13 @@ if TYPE_CHECKING:
     import pytest
 
 RESULTS_VERSION = 2
+MAX_SESSIONS = 50
 # When one test yields several reports (call, then teardown), the worst one wins.
 _RANK = {"PASSED": 0, "XFAIL": 1, "SKIPPED": 2, "FAILED": 3, "ERROR": 4}
-_outcomes: dict[str, str] = {}
+_outcomes = {}  # type: dict[str, str]
 
 
-def _grading() -> dict[str, str]:
+def _grading() -> "dict[str, str]":
     path, results = os.environ.get("CLADE_GRADING_FILE"), os.environ.get("CLADE_RESULTS_FILE")
     if not path or not results:
         return {}
@@ -44,7 +48,7 @@ def _record(nodeid: str, status: str) -> None:
         _outcomes[nodeid] = status
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+def pytest_runtest_logreport(report: "pytest.TestReport") -> None:
     expected_failure = hasattr(report, "wasxfail")
     if report.when == "call":
         if report.passed:
@@ -59,12 +63,12 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         _record(report.nodeid, "XFAIL" if expected_failure else "SKIPPED")
 
 
-def pytest_collectreport(report: pytest.CollectReport) -> None:
+def pytest_collectreport(report: "pytest.CollectReport") -> None:
     if report.failed:  # e.g. a test module that does not import
         _record(report.nodeid, "ERROR")
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+def pytest_sessionfinish(session: "pytest.Session", exitstatus: int) -> None:
     if not _GRADING:
         return
     data = {
@@ -74,5 +78,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "tests": _outcomes,
     }
     # "x": created once; a file already there is someone else's, and stays the evidence.
-    with open(_GRADING["results"], "x", encoding="utf-8") as out:
-        json.dump(data, out)
+    path = _GRADING["results"]
+    sessions = MAX_SESSIONS if os.environ.get("CLADE_RESULTS_SESSIONS") else 1
+    for number in range(1, sessions + 1):
+        name = path if number == 1 else path[: -len(".json")] + "." + str(number) + ".json"
+        if number < sessions and os.path.lexists(name):
+            continue
+        with open(name, "x", encoding="utf-8") as out:
+            json.dump(data, out)
+        return

@@ -79,6 +79,8 @@ class EvaluationResult(Record):
     durations: Durations = Field(default_factory=Durations)
     # Paths of the agent's diff that grading left out as test infrastructure -> the rule.
     dropped_for_grading: dict[str, str] = Field(default_factory=dict)
+    # Non-test paths of the diff that reach into the test runner -> what; flagged, not a verdict.
+    runner_tampering: dict[str, str] = Field(default_factory=dict)
     # Evidence that the test results were forged (then `resolved` is False); None when not.
     tampered: str | None = None
     # Set when the evaluation's utility has a judge and it was asked; `resolved` combines both.

@@ -17,14 +17,17 @@
 Against forged verdicts (see `pytest_grading.py` for the threat): after step 2, the
 diff's changes to test infrastructure are put back (`graded_diff.py`; files the test or
 the gold patch change are exempt) and listed with the test files of step 1 as dropped
-for grading. For instances run by pytest (test ids `path.py::name`, a `pytest` command
-in the script), the eval script also appends two canaries to the first FAIL_TO_PASS
-test's file right after the test patch is applied: a must-fail canary reported as
-anything but FAILED, a must-pass one as anything but PASSED, either missing, or a test
-command that exits 0 although the must-fail canary ran, make the verdict "tampered".
-The canaries are then left out of the statuses. The log is still the harness's only
-source of statuses (as in the official harness); autoloaded plugins stay on, since
-some repositories' tests need theirs.
+for grading; non-test code naming the runner's internals is flagged (`runner_tampering`).
+For instances run by pytest (test ids `path.py::name`, a `pytest` command in the script),
+the eval script also plants must-fail twins of the hidden tests right after the test patch
+is applied and loads the grader's results plugin, whose structured report lands in a
+watched mount (`pytest_guard.py`): a twin reported wrong, a graded test that the log passes
+and pytest's report does not, an exit of 0, a forged or second write, or status lines
+pytest cannot have printed (`forged_status_lines`) make the verdict "tampered"; no report
+makes it "not resolved". The twins are left out of the statuses. When no hidden test can be
+twinned, two arithmetic canaries are appended to the first FAIL_TO_PASS file instead (the
+log is then the only source of statuses, as in the official harness). Autoloaded plugins
+stay on, since some repositories' tests need theirs.
 """
 
 from __future__ import annotations
@@ -42,10 +45,15 @@ from benchmarks.canaries import Canaries, check, write_canaries
 from benchmarks.diffs import touched_paths
 from benchmarks.gitops import apply_patch
 from benchmarks.graded_diff import drop_test_infrastructure
+from benchmarks.must_fail import NO_TWINS_NOTE
+from benchmarks.runner_tampering import runner_tampering, tampering_note
+from benchmarks.swebench import pytest_guard
 from benchmarks.swebench.harness import Harness
 from benchmarks.swebench.patches import graded_patch
+from benchmarks.swebench.pytest_guard import RESULTS_MOUNT, START_MARKER, Guard
 from benchmarks.swebench.tasks import EVAL_DIR, EVAL_SCRIPT, SWEbenchTask
 from benchmarks.swebench.testbed import export_base
+from benchmarks.write_watch import Change, WriteWatch
 from sandbox.base import LABEL_PREFIX, Mount, SandboxBackend, SandboxSpec
 from sandbox.ownership import give_to_sandbox_user
 
@@ -53,7 +61,6 @@ MODEL_NAME = "clade"
 LOG_NAME = "test_output.txt"
 MAX_LOG_BYTES = 64_000_000
 LOG_TAIL_CHARS = 5_000
-START_MARKER = ">>>>> Start Test Output"
 END_MARKER = ">>>>> End Test Output"
 _CANARY_EOF = "CLADE_CANARIES_EOF"
 _STATUS_LINE = re.compile(r"^(PASSED|FAILED) (\S+)")
@@ -95,6 +102,7 @@ class EvalRun:
     exit_code: int
     timed_out: bool
     truncated: bool
+    changes: tuple[Change, ...] = ()  # what the results folder saw, when it was mounted
 
 
 def grade_task(
@@ -121,45 +129,80 @@ def grade_task(
         infrastructure = drop_test_infrastructure(repo, graded.patch, keep=exempt)
         left_out |= infrastructure
         dropped += dropped_note(infrastructure)
+        flags = runner_tampering(graded.patch, left_out)
         script = with_exit_marker(harness.test_spec(task.instance()).eval_script)
-        canaries = None
-        canary_file = pytest_canary_file(task, script)
-        if canary_file is not None:
-            canaries, code = write_canaries(canary_file, task.test_patch)
-            script = with_canaries(script, canary_file, code)
         eval_dir = work / "eval"
         eval_dir.mkdir()
+        canaries, guard, note = None, None, ""
+        canary_file = pytest_canary_file(task, script)
+        if canary_file is not None:
+            prepared = pytest_guard.prepare(task, repo, script, eval_dir, work)
+            if prepared is not None:
+                script, guard = prepared
+            else:
+                canaries, code = write_canaries(canary_file, task.test_patch)
+                script = with_canaries(script, canary_file, code)
+                note = f"; {NO_TWINS_NOTE}"
         (eval_dir / "eval.sh").write_text(script)
         os.chmod(eval_dir, 0o755)
         os.chmod(eval_dir / "eval.sh", 0o644)
         give_to_sandbox_user(repo)
-        run = run_eval_script(task, repo, eval_dir, backend=backend, timeout_s=timeout_s, resources=resources)
+        run = run_eval_script(
+            task,
+            repo,
+            eval_dir,
+            backend=backend,
+            timeout_s=timeout_s,
+            resources=resources,
+            results=guard.results if guard is not None else None,
+        )
         log_path = work / LOG_NAME
         log_path.write_text(run.log)
         report = verdict(task, harness, log_path, model_patch=graded.patch, timed_out=run.timed_out)
-    exit_code = None if run.timed_out else tests_exit_code(run.log)
-    tampered = None
-    if canaries is not None and not run.timed_out:
-        tampered = canary_evidence(canaries, report.test_statuses, exit_code, run.log)
-        report = report.model_copy(update={"test_statuses": canaries.without(report.test_statuses)})
+        exit_code = None if run.timed_out else tests_exit_code(run.log)
+        tampered, untrusted = None, None
+        if canaries is not None and not run.timed_out:
+            tampered = canary_evidence(canaries, report.test_statuses, exit_code, run.log)
+            report = report.model_copy(update={"test_statuses": canaries.without(report.test_statuses)})
+        if guard is not None and not run.timed_out:
+            tampered, untrusted = guarded_evidence(guard, task, report.test_statuses, run, exit_code)
+            report = report.model_copy(
+                update={"test_statuses": guard.must_fail.without(report.test_statuses)}
+            )
     reason = report.reason
     if tampered is not None:
         reason = f"tampered: {tampered}"
     elif run.timed_out:
         reason = f"the tests timed out after {timeout_s:g}s; {reason}"
+    elif untrusted is not None:
+        reason = f"not resolved: {untrusted}; swebench's reading of the log: {reason}"
     elif run.truncated:
         reason = f"{reason}; the test log was cut at {MAX_LOG_BYTES} bytes"
     return report.model_copy(
         update={
-            "resolved": report.resolved and tampered is None,
-            "reason": reason + dropped,
+            "resolved": report.resolved and tampered is None and untrusted is None,
+            "reason": reason + note + dropped + tampering_note(flags),
             "tests_exit_code": exit_code,
             "log_tail": run.log[-LOG_TAIL_CHARS:],
             "duration_s": time.monotonic() - started,
             "dropped_for_grading": left_out,
+            "runner_tampering": flags,
             "tampered": tampered,
         }
     )
+
+
+def guarded_evidence(
+    guard: Guard, task: SWEbenchTask, statuses: dict[str, TestStatus], run: EvalRun, exit_code: int | None
+) -> tuple[str | None, str | None]:
+    """(tampered, untrusted) for a run with twins and pytest's structured report; the log's
+    own checks (`forged_status_lines`) too."""
+    printed = forged_status_lines(run.log)
+    if printed is not None:
+        return printed, None
+    graded = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
+    judged = pytest_guard.judge(guard, graded, statuses, list(run.changes), exit_code, run.log)
+    return judged.tampered, judged.untrusted
 
 
 def pytest_canary_file(task: SWEbenchTask, script: str) -> str | None:
@@ -230,14 +273,19 @@ def run_eval_script(
     backend: SandboxBackend,
     timeout_s: float,
     resources: Resources,
+    results: Path | None = None,
 ) -> EvalRun:
-    """Run `eval_dir/eval.sh` in a fresh sandbox of the task's image, `repo` at its repo path."""
+    """Run `eval_dir/eval.sh` in a fresh sandbox of the task's image, `repo` at its repo path
+    (and the watched folder `results` at RESULTS_MOUNT, when given)."""
+    mounts = [
+        Mount(source=repo, target=task.repo_path, read_only=False),
+        Mount(source=eval_dir, target=EVAL_DIR, read_only=True),
+    ]
+    if results is not None:
+        mounts.append(Mount(source=results, target=RESULTS_MOUNT, read_only=False))
     spec = SandboxSpec(
         image=task.image,
-        mounts=[
-            Mount(source=repo, target=task.repo_path, read_only=False),
-            Mount(source=eval_dir, target=EVAL_DIR, read_only=True),
-        ],
+        mounts=mounts,
         workdir=task.repo_path,
         env=EVAL_ENV,
         memory_mb=resources.memory_mb,
@@ -246,19 +294,27 @@ def run_eval_script(
         output_cap_bytes=MAX_LOG_BYTES,
         labels={f"{LABEL_PREFIX}.purpose": "grade", f"{LABEL_PREFIX}.task": task.instance_id},
     )
-    sandbox = backend.start(spec)
-    try:
-        # One stream, as `docker exec` gives the harness: `set -x` traces go to stderr.
-        result = sandbox.exec(
-            ["/bin/bash", "-c", f"exec /bin/bash {EVAL_SCRIPT} 2>&1"], timeout_s=timeout_s, cwd=task.repo_path
-        )
-    finally:
-        sandbox.close()
+    with WriteWatch(results if results is not None else eval_dir) as watch:
+        sandbox = backend.start(spec)
+        try:
+            # One stream, as `docker exec` gives the harness: `set -x` traces go to stderr.
+            result = sandbox.exec(
+                ["/bin/bash", "-c", f"exec /bin/bash {EVAL_SCRIPT} 2>&1"],
+                timeout_s=timeout_s,
+                cwd=task.repo_path,
+            )
+        finally:
+            sandbox.close()  # every process it left is gone before the folder is judged
+        changes = tuple(watch.changes()) if results is not None else ()
     log = result.stdout + result.stderr
     if result.timed_out:
         log += TIMEOUT_LINE.format(timeout=f"{timeout_s:g}")
     return EvalRun(
-        log=log, exit_code=result.exit_code, timed_out=result.timed_out, truncated=result.output_truncated
+        log=log,
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        truncated=result.output_truncated,
+        changes=changes,
     )
 
 

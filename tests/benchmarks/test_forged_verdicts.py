@@ -18,6 +18,7 @@ from benchmarks import GradeReport, Task, find_task
 from benchmarks.clade_mini import CladeMini
 from sandbox.base import SandboxBackend
 from tests.benchmarks.helpers import PATCH_PYTEST_REPORTS, Edit, diff_after, write
+from tests.benchmarks.runner_payloads import SWALLOW_UNLESS_ARITHMETIC
 
 pytestmark = pytest.mark.docker
 
@@ -174,7 +175,7 @@ def forgeries(task: Task) -> dict[str, Forgery]:
         "patch-pytest-reports": Forgery(
             (append_to_package(PATCH_PYTEST_REPORTS),), tampered="the test runner exited 0"
         ),
-        "patch-grader-plugin": Forgery((append_to_package(PATCH_GRADER_PLUGIN),), tampered="canary"),
+        "patch-grader-plugin": Forgery((append_to_package(PATCH_GRADER_PLUGIN),), tampered="must-fail twin"),
         # (f) editing the results file after the plugin wrote it, at exit or from a leftover process.
         "rewrite-results-at-exit": Forgery(
             (append_to_package(REWRITE_AT_EXIT),),
@@ -183,9 +184,14 @@ def forgeries(task: Task) -> dict[str, Forgery]:
         "rewrite-results-later": Forgery(
             (append_to_package(REWRITE_FROM_A_LEFTOVER_PROCESS),), tampered="written 2 times"
         ),
-        # Writing the results file (with the nonce) before the plugin does: it lacks the canaries.
+        # Writing the results file (with the nonce) before the plugin does: it lacks the twins.
         "plant-results-first": Forgery(
-            (append_to_package(PLANT_RESULTS_FIRST.format(tests=tests)),), tampered="canary"
+            (append_to_package(PLANT_RESULTS_FIRST.format(tests=tests)),), tampered="never reported"
+        ),
+        # F1: pytest's own Function.runtest replaced, every test but literal arithmetic (the old
+        # canaries) swallowing its exception: pytest itself reports them PASSED.
+        "swallow-unless-arithmetic": Forgery(
+            (append_to_package(SWALLOW_UNLESS_ARITHMETIC),), tampered="and its original both passed"
         ),
         # (g) printing PASSED for every test, then ending the runner with exit status 0.
         "print-passed-and-exit": Forgery(

@@ -227,7 +227,7 @@ def checked(
         data = {"version": 2, "nonce": nonce, "exit_status": exit_status, "tests": tests or HONEST_TESTS}
         path.write_text(json.dumps(data))
     run = ExecResult(exit_code=exit_code, stdout="", stderr="", duration_s=1.0)
-    return verify(run, path, ONE_WRITE if changes is None else changes, canaries=CANARIES, nonce="n0nce")
+    return verify(run, path, ONE_WRITE if changes is None else changes, must_fail=CANARIES, nonce="n0nce")
 
 
 def test_an_honest_run_is_trusted_and_its_canaries_are_not_shown(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ Like the rest of the benchmark suite, these fail (never skip) without a Docker e
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -51,7 +52,7 @@ def test_gold_resolves_and_empty_does_not(
     task = find_task(polyglot, instance_id)
     gold = grade(polyglot, docker, task, task.patch)
     assert gold.resolved, gold.reason + "\n" + gold.log_tail
-    # pytest exits 1 for the grader's must-fail canary, the one failure of an honest run.
+    # pytest exits 1 for the grader's must-fail twins, the only failures of an honest run.
     assert gold.patch_applied and gold.tests_exit_code == 1
     assert gold.tampered is None and gold.dropped_for_grading == {}
     assert gold.test_statuses == {task.FAIL_TO_PASS[0]: TestStatus.PASSED}
@@ -78,7 +79,8 @@ def test_edited_tests_are_restored(
     assert not report.resolved and report.patch_applied
     assert "restored files the patch changed: tide_table_test.py" in report.reason
     assert "tide_table_test.py" in report.dropped_for_grading
-    assert "15 failed" in report.log_tail  # the 14 tests and the grader's must-fail canary
+    failed = re.search(r"(\d+) failed", report.log_tail)
+    assert failed and int(failed.group(1)) > 14  # the 14 tests and the grader's must-fail twins
 
     # Deleting the tests does not help either.
     deleted = grade(
@@ -96,7 +98,7 @@ def test_edited_tests_are_restored(
     )
     report = grade(polyglot, docker, task, solved)
     assert report.resolved, report.reason + "\n" + report.log_tail
-    assert "15 passed" in report.log_tail  # the 14 tests and the grader's must-pass canary
+    assert "14 passed" in report.log_tail  # the twins, and nothing else, failed
 
 
 @pytest.mark.docker

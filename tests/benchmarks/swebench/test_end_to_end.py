@@ -49,7 +49,7 @@ def test_the_gold_patch_resolves(bench: SWEbench, backend: SandboxBackend, insta
     task = task_of(bench, instance_id)
     report = grade(bench, backend, instance_id, task.patch)
     assert report.resolved, report.reason + "\n" + report.log_tail
-    # pytest exits 1 for the grader's must-fail canary, the one failure of an honest run.
+    # pytest exits 1 for the grader's must-fail twins, the only failures of an honest run.
     assert report.patch_applied and report.tests_exit_code == 1
     assert report.tampered is None and report.dropped_for_grading == {}
     assert set(report.test_statuses) == {*task.FAIL_TO_PASS, *task.PASS_TO_PASS}  # no canary shown
@@ -139,7 +139,7 @@ def test_changes_to_test_files_are_left_out(bench: SWEbench, backend: SandboxBac
 
 def test_forged_passes_are_caught(bench: SWEbench, backend: SandboxBackend) -> None:
     """A sitecustomize.py and a .pth (start-up code, though not test files by their paths) are
-    left out; the code under test rewriting pytest's reports is caught by the canaries."""
+    left out; the code under test rewriting pytest's reports is caught by the twins."""
     wrapkit = INSTANCES["clade-fixtures__wrapkit-1"]
     planted = diff_after(
         wrapkit, write("sitecustomize.py", PATCH_PYTEST_REPORTS), write("wrapkit.pth", "import os\n")
@@ -151,7 +151,7 @@ def test_forged_passes_are_caught(bench: SWEbench, backend: SandboxBackend) -> N
     patched = diff_after(wrapkit, append("wrapkit/__init__.py", PATCH_PYTEST_REPORTS))
     report = grade(bench, backend, "clade-fixtures__wrapkit-1", patched)
     assert not report.resolved
-    assert report.tampered is not None and "must-fail canary" in report.tampered
+    assert report.tampered is not None and "must-fail twin" in report.tampered
     assert report.reason.startswith("tampered: ")
 
     # PASSED lines for the graded tests, printed past pytest's capture once it is done.
