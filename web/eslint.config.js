@@ -23,5 +23,11 @@ export default tseslint.config(
     },
   },
   { files: ["*.js"], extends: [tseslint.configs.disableTypeChecked], languageOptions: { globals: globals.node } },
+  // Plain scripts the page loads as they are (public/ is copied into dist untouched).
+  {
+    files: ["public/**/*.js"],
+    extends: [tseslint.configs.disableTypeChecked],
+    languageOptions: { globals: globals.browser, sourceType: "script" },
+  },
   prettier,
 );

@@ -151,5 +151,6 @@ def result_from(
         timed_out=timed_out,
         failure=failure,
         dropped_for_grading=dict(report.dropped_for_grading),
+        runner_tampering=dict(report.runner_tampering),
         tampered=report.tampered,
     )

@@ -7,7 +7,9 @@
   var token = null;
   try {
     token = localStorage.getItem("clade.token");
-  } catch (e) {}
+  } catch {
+    // Storage refused (a private window): the request goes without a token.
+  }
   window.cladePrefetch = {
     path: "/api/runs/" + match[1] + "/lineage/live",
     response: fetch("/api/runs/" + match[1] + "/lineage/live", {

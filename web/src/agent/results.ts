@@ -28,23 +28,38 @@ function droppedBadge(paths: string[]): HTMLElement | null {
   );
 }
 
-function droppedList(dropped: Record<string, string>): HTMLElement | null {
-  const paths = Object.keys(dropped);
+/** A list of the diff's paths with what grading saw in each: one section of the evaluation. */
+function pathList(cls: string, title: string, note: string, byPath: Record<string, string>): HTMLElement | null {
+  const paths = Object.keys(byPath);
   if (!paths.length) return null;
   return h(
     "div",
-    { class: "dropped-for-grading" },
-    h("h4", null, "Dropped for grading"),
-    h(
-      "p",
-      { class: "muted" },
-      "These changes of the agent's diff are test infrastructure: grading left them out and ran the rest.",
-    ),
+    { class: cls },
+    h("h4", null, title),
+    h("p", { class: "muted" }, note),
     h(
       "ul",
       null,
-      paths.map((path) => h("li", null, h("code", null, path), ` — ${dropped[path] ?? ""}`)),
+      paths.map((path) => h("li", null, h("code", null, path), ` — ${byPath[path] ?? ""}`)),
     ),
+  );
+}
+
+function droppedList(dropped: Record<string, string>): HTMLElement | null {
+  return pathList(
+    "dropped-for-grading",
+    "Dropped for grading",
+    "These changes of the agent's diff are test infrastructure: grading left them out and ran the rest.",
+    dropped,
+  );
+}
+
+function runnerTamperingList(flags: Record<string, string>): HTMLElement | null {
+  return pathList(
+    "runner-tampering",
+    "Reaches into the test runner",
+    "Code outside the tests that names the test runner's internals. Flagged, not a verdict: the must-fail twins decide.",
+    flags,
   );
 }
 
@@ -115,6 +130,7 @@ function detail(result: EvaluationResult | null | undefined): HTMLElement {
         )
       : null,
     droppedList(result.dropped_for_grading ?? {}),
+    runnerTamperingList(result.runner_tampering ?? {}),
     result.infrastructure_failure
       ? h(
           "p",
