@@ -9,7 +9,10 @@ the run driver cannot open a file). Here:
 - at most `max_connections` connections are open at once, fewer when the descriptor limit
   leaves less than `fd_reserve` for everything else (database, git, logs); a connection past
   the limit is closed as soon as it is accepted, so its descriptor is given back at once;
-- an idle kept-alive connection is closed after `keep_alive_timeout_s` (uvicorn's own timer).
+- an idle kept-alive connection is closed after `keep_alive_timeout_s` (uvicorn's own timer);
+- a connection whose request is answered while its body still comes in (a 401 or 413 sent before
+  the body is read, an endpoint that reads none) is closed: uvicorn would read that body to its
+  end, and a byte a second would hold the connection for ever.
 """
 
 from __future__ import annotations
@@ -79,6 +82,13 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._cancel_header_deadline()
         super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        answered = self.cycle
+        if answered is not None and answered.more_body and not self.pipeline and not self.transport.is_closing():
+            # Answered before its body ended: nobody reads the rest (close sends what is written).
+            self.transport.close()
+        super().on_response_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_header_deadline()

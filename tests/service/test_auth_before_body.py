@@ -89,3 +89,47 @@ def test_a_missing_or_wrong_token_is_refused_before_the_body_is_read(tmp_path: P
             )
         assert refused.status_code == 404, refused.text  # past the token: no such evaluation
 
+
+def _closed_while_trickling(url: str, request: bytes, deadline_s: float = 60) -> tuple[bytes, bool]:
+    """Send `request` (headers and the start of a body), then a byte of body every 0.2 s: what the
+    server answered and whether it closed the connection before the deadline."""
+    host, port = url.removeprefix("http://").split(":")
+    answer = b""
+    with socket.create_connection((host, int(port)), timeout=60) as sock:
+        sock.sendall(request)
+        sock.settimeout(0.2)
+        deadline = time.monotonic() + deadline_s
+        while time.monotonic() < deadline:
+            try:
+                sock.sendall(b" ")
+                chunk = sock.recv(65536)
+            except TimeoutError:
+                continue
+            except (ConnectionResetError, BrokenPipeError):
+                return answer, True
+            if not chunk:
+                return answer, True
+            answer += chunk
+    return answer, False
+
+
+def test_a_body_that_goes_on_after_its_answer_does_not_hold_the_connection(tmp_path: Path) -> None:
+    """Answered (401, 413, or an endpoint that reads no body), a request whose body still trickles in
+    is closed: else one byte a second keeps the connection, and its slot, for ever."""
+    with _service(tmp_path) as service:
+        for head in [
+            b"POST /api/admin/worker-tokens HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n",
+            b"POST /api/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999999\r\n",  # over the limit
+            b"GET /api/health HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n",
+        ]:
+            answer, closed = _closed_while_trickling(
+                service.url, head + b"Content-Type: application/json\r\n\r\n{"
+            )
+            assert answer.startswith((b"HTTP/1.1 401", b"HTTP/1.1 413", b"HTTP/1.1 200")), (head, answer[:200])
+            assert closed, (head, answer[:200])
+        # A request whose body was read whole keeps its connection for the next one.
+        with httpx.Client(base_url=service.url, timeout=60) as client:
+            first = client.post("/api/admin/worker-tokens", json={"name": "a"})
+            second = client.get("/api/health")
+        assert (first.status_code, second.status_code) == (401, 200)
+        assert first.extensions["network_stream"] is second.extensions["network_stream"]
