@@ -85,7 +85,12 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     def on_response_complete(self) -> None:
         answered = self.cycle
-        if answered is not None and answered.more_body and not self.pipeline and not self.transport.is_closing():
+        if (
+            answered is not None
+            and answered.more_body
+            and not self.pipeline
+            and not self.transport.is_closing()
+        ):
             # Answered before its body ended: nobody reads the rest (close sends what is written).
             self.transport.close()
         super().on_response_complete()

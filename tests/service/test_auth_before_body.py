@@ -29,7 +29,9 @@ def _service(tmp_path: Path) -> Iterator[ServiceProcess]:
         service.stop()
 
 
-def _answer_to_a_body_never_sent(url: str, path: str, headers: dict[str, str], deadline_s: float = 60) -> bytes:
+def _answer_to_a_body_never_sent(
+    url: str, path: str, headers: dict[str, str], deadline_s: float = 60
+) -> bytes:
     """The server's answer to a POST of `path` that declares a large body and sends its start only
     (b"" if none came before the deadline: the server waits for the rest of the body)."""
     host, port = url.removeprefix("http://").split(":")
@@ -55,7 +57,9 @@ def _complete(answer: bytes) -> bool:
     head, sep, body = answer.partition(b"\r\n\r\n")
     if not sep:
         return False
-    lengths = [line.split(b":", 1)[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")]
+    lengths = [
+        line.split(b":", 1)[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
+    ]
     return len(body) >= int(lengths[0]) if lengths else True
 
 
@@ -125,7 +129,10 @@ def test_a_body_that_goes_on_after_its_answer_does_not_hold_the_connection(tmp_p
             answer, closed = _closed_while_trickling(
                 service.url, head + b"Content-Type: application/json\r\n\r\n{"
             )
-            assert answer.startswith((b"HTTP/1.1 401", b"HTTP/1.1 413", b"HTTP/1.1 200")), (head, answer[:200])
+            assert answer.startswith((b"HTTP/1.1 401", b"HTTP/1.1 413", b"HTTP/1.1 200")), (
+                head,
+                answer[:200],
+            )
             assert closed, (head, answer[:200])
         # A request whose body was read whole keeps its connection for the next one.
         with httpx.Client(base_url=service.url, timeout=60) as client:
