@@ -67,7 +67,7 @@ def _guards(dependant: Dependant) -> list[TokenGuard]:
     found: list[TokenGuard] = []
     for sub in dependant.dependencies:
         if sub.call in BODY_GUARDS and sub.call not in found:
-            found.append(sub.call)  # type: ignore[arg-type]
+            found.append(sub.call)
         found += [guard for guard in _guards(sub) if guard not in found]
     return found
 
