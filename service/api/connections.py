@@ -5,7 +5,8 @@ connections until the process runs out of file descriptors (then every request i
 the run driver cannot open a file). Here:
 
 - a request's headers must be complete within `header_timeout_s` of the connection opening
-  (or, on a kept-alive connection, of the request's first byte), else the connection is closed;
+  (or, on a kept-alive connection, of the first byte after the last answer), else the
+  connection is closed;
 - at most `max_connections` connections are open at once, fewer when the descriptor limit
   leaves less than `fd_reserve` for everything else (database, git, logs); a connection past
   the limit is closed as soon as it is accepted, so its descriptor is given back at once;
@@ -74,6 +75,13 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             transport.abort()
             return
         self._start_header_deadline()
+
+    def data_received(self, data: bytes) -> None:
+        if self.cycle is None or self.cycle.response_complete:
+            # Between requests: bytes that begin no request (the parser skips blank lines) would
+            # otherwise only put off the idle timer, for ever; they start the header deadline.
+            self._start_header_deadline()
+        super().data_received(data)
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
