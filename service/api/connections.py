@@ -5,11 +5,15 @@ connections until the process runs out of file descriptors (then every request i
 the run driver cannot open a file). Here:
 
 - a request's headers must be complete within `header_timeout_s` of the connection opening
-  (or, on a kept-alive connection, of the request's first byte), else the connection is closed;
+  (or, on a kept-alive connection, of the first byte after the last answer), else the
+  connection is closed;
 - at most `max_connections` connections are open at once, fewer when the descriptor limit
   leaves less than `fd_reserve` for everything else (database, git, logs); a connection past
   the limit is closed as soon as it is accepted, so its descriptor is given back at once;
-- an idle kept-alive connection is closed after `keep_alive_timeout_s` (uvicorn's own timer).
+- an idle kept-alive connection is closed after `keep_alive_timeout_s` (uvicorn's own timer);
+- a connection whose request is answered while its body still comes in (a 401 or 413 sent before
+  the body is read, an endpoint that reads none) is closed: uvicorn would read that body to its
+  end, and a byte a second would hold the connection for ever.
 """
 
 from __future__ import annotations
@@ -72,6 +76,13 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             return
         self._start_header_deadline()
 
+    def data_received(self, data: bytes) -> None:
+        if self.cycle is None or self.cycle.response_complete:
+            # Between requests: bytes that begin no request (the parser skips blank lines) would
+            # otherwise only put off the idle timer, for ever; they start the header deadline.
+            self._start_header_deadline()
+        super().data_received(data)
+
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._start_header_deadline()  # a later request on a kept-alive connection
@@ -79,6 +90,18 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._cancel_header_deadline()
         super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        answered = self.cycle
+        if (
+            answered is not None
+            and answered.more_body
+            and not self.pipeline
+            and not self.transport.is_closing()
+        ):
+            # Answered before its body ended: nobody reads the rest (close sends what is written).
+            self.transport.close()
+        super().on_response_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_header_deadline()

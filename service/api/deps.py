@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
+from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import SecretStr
 from sqlalchemy import Engine
@@ -112,6 +113,19 @@ def require_reader(services: ServicesDep, credentials: CredentialsDep) -> None:
         return
     if not _matches(credentials, settings.read_token, settings.admin_token, settings.worker_token):
         raise _refuse("read")
+
+
+TokenGuard = Callable[[Services, HTTPAuthorizationCredentials | None], object]
+# The token checks a route's body waits for (CheckedRoute runs them before reading it): FastAPI
+# reads and parses a body before it solves any dependency, so without this a request with no
+# token would have its whole body (up to the upload limit) taken in before its 401.
+BODY_GUARDS: frozenset[TokenGuard] = frozenset({require_admin, worker_identity})
+
+
+async def check_token_before_body(request: Request, guard: TokenGuard) -> None:
+    """Run `guard` on the request's bearer token (in a thread: an issued worker token is looked
+    up in the database); raises its 401."""
+    await run_in_threadpool(guard, get_services(request), await _bearer(request))
 
 
 IsAdminDep = Annotated[bool, Depends(caller_is_admin)]

@@ -14,11 +14,13 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 from fastapi import Request, Response
+from fastapi.concurrency import run_in_threadpool
 from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
 from contracts.text import MAX_JSON_DEPTH, json_depth, text_problem, text_problems
+from service.api.deps import BODY_GUARDS, TokenGuard, check_token_before_body
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
@@ -60,10 +62,21 @@ def _query_names(dependant: Dependant) -> set[str]:
     return names
 
 
+def _guards(dependant: Dependant) -> list[TokenGuard]:
+    """The token checks among the route's dependencies (the router's included), each once."""
+    found: list[TokenGuard] = []
+    for sub in dependant.dependencies:
+        if sub.call in BODY_GUARDS and sub.call not in found:
+            found.append(sub.call)
+        found += [guard for guard in _guards(sub) if guard not in found]
+    return found
+
+
 class CheckedRoute(APIRoute):
     def get_route_handler(self) -> Handler:
         handler = super().get_route_handler()
         query_names = _query_names(self.dependant)
+        guards = _guards(self.dependant)
 
         async def checked(request: Request) -> Response:
             issues = _param_issues("path", request.path_params.items())
@@ -71,9 +84,13 @@ class CheckedRoute(APIRoute):
             queried = [(k, v) for k, v in request.query_params.multi_items() if k in query_names]
             issues += _param_issues("query", queried)
             if self.body_field is not None:
+                # A caller without the token is refused before a byte of its body is read.
+                for guard in guards:
+                    await check_token_before_body(request, guard)
                 body = await request.body()  # kept on the request: the endpoint reads it again
                 if body:
-                    issues += _body_issues(request, body)
+                    # In a thread: walking megabytes of JSON would hold up every other request.
+                    issues += await run_in_threadpool(_body_issues, request, body)
             if issues:
                 raise RequestValidationError(issues)
             return await handler(request)

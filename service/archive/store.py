@@ -120,9 +120,12 @@ class Archive:
         rejection: str | None = None,
         usage: list[UsageRecord] | None = None,
         worker: WorkerIdentity | None = None,
+        still_sent: Callable[[Step], None] | None = None,
     ) -> Agent:
         """The child of a step: idempotent by step id, refused whole if the patch is bad. `worker`
-        is who submitted it, recorded on the step."""
+        is who submitted it, recorded on the step. `still_sent` raises unless the step is still the
+        job the submitter was sent: checked on the locked step before the child is recorded, since
+        the step may be re-dispatched while its patch is committed."""
         size = len(patch.encode())
         if size > self.max_patch_bytes:
             limit = limit_text("max_patch_bytes", self.max_patch_bytes)
@@ -141,6 +144,8 @@ class Archive:
         meta = self._meta_changed(parent_manifest, manifest, parent_id, sha)
         with self.sessions.begin() as session:
             step = _get_step(session, step_id, lock=True)
+            if still_sent is not None:
+                still_sent(step)
             if step.child_id is not None:  # a concurrent delivery of the same step won
                 return self._delivered_again(session, step.child_id)
             agent = attach_child(

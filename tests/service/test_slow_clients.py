@@ -108,3 +108,20 @@ def test_downloads_nobody_reads_hold_no_database_connection(tmp_path: Path) -> N
                 for _ in range(5):
                     assert reader.get("/api/agents").status_code == 200
                     assert reader.get(f"/api/agents/{big}").status_code == 200
+
+
+def test_blank_lines_between_requests_do_not_keep_a_connection(tmp_path: Path) -> None:
+    """Empty lines before a request line start no request (the parser skips them), yet each used to
+    put off the kept-alive connection's idle timer: the header deadline now runs from them."""
+    with _service(tmp_path, CLADE_HEADER_TIMEOUT_S="1", CLADE_KEEP_ALIVE_TIMEOUT_S="1") as service:
+        with _connect(service.url) as kept:
+            kept.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n")
+            kept.settimeout(30)
+            assert kept.recv(4096).startswith(b"HTTP/1.1 200")
+            assert _closed_by_server(kept, 60, trickle=b"\r\n")
+        with _connect(service.url) as fresh:  # and from the connection's start, as before
+            assert _closed_by_server(fresh, 60, trickle=b"\r\n")
+        # A client that sends its next request in time is served on the same connection.
+        with httpx.Client(base_url=service.url, timeout=30) as client:
+            answers = [client.get("/api/health") for _ in range(3)]
+        assert [a.status_code for a in answers] == [200, 200, 200]

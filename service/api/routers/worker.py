@@ -130,6 +130,7 @@ def submit_child(
             rejection=body.rejection,
             usage=body.usage,
             worker=worker,
+            still_sent=lambda step: job_secrets.verify(step, secret),
         )
         log.info("step %s: child %s from worker %s", step_id, agent.id[:12], worker.name)
     return AgentPublic.model_validate(agent, from_attributes=True)
