@@ -166,7 +166,17 @@ class Workspace:
 
     def _refuse_large_changes(self, env: dict[str, str], max_bytes: int) -> None:
         listed = subprocess.run(
-            ["git", *GIT_SAFE, "status", "--porcelain", "-z", "--untracked-files=all", "--no-renames"],
+            # Never into a submodule: its git folder (config, filters) is the agent's.
+            [
+                "git",
+                *GIT_SAFE,
+                "status",
+                "--porcelain",
+                "-z",
+                "--untracked-files=all",
+                "--no-renames",
+                "--ignore-submodules=all",
+            ],
             cwd=self.repo,
             env=env,
             capture_output=True,
