@@ -42,6 +42,8 @@ _FS_OVERHEAD_FRACTION = 0.03
 _FS_OVERHEAD_FLOOR = 16 * MiB
 # Less free room than this on a loop disk: the agent filled it.
 _FULL_MARGIN = 1 * MiB
+# Fewer free inodes than this: the agent filled the inode table (very many small files).
+_FULL_INODE_MARGIN = 16
 _UNMOUNT_TRIES = 50
 _SIZING_TRIES = 4
 
@@ -145,7 +147,11 @@ class LimitedDisk:
         if self._watch is not None and self._watch.exceeded:
             return True
         if self.mode == "loop" and self._mounted:
-            return self.written_bytes >= self.limit_bytes or self.free_bytes() < _FULL_MARGIN
+            return (
+                self.written_bytes >= self.limit_bytes
+                or self.free_bytes() < _FULL_MARGIN
+                or self.free_inodes() < _FULL_INODE_MARGIN
+            )
         return self.written_bytes > self.limit_bytes
 
     def used_bytes(self) -> int:
@@ -157,6 +163,9 @@ class LimitedDisk:
     def free_bytes(self) -> int:
         vfs = os.statvfs(self.path)
         return vfs.f_bavail * vfs.f_frsize
+
+    def free_inodes(self) -> int:
+        return os.statvfs(self.path).f_favail
 
     def close(self) -> None:
         """Stop watching; unmount and remove the image (loop). Safe to call twice."""
