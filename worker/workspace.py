@@ -31,6 +31,9 @@ GIT_SAFE = [
 ]
 CHUNK_BYTES = 64 * 1024
 MAX_NAME_CHARS = 300  # of an agent's file name quoted in a failure
+# Folders above a changed file, at most: far more than any repository's, far fewer than the
+# recursion (shutil.rmtree, one frame per folder) of whoever unpacks the patch could take.
+MAX_PATH_DEPTH = 100
 TAIL_BYTES = 4_000
 # Changed files larger than this many times the patch cap together are refused before git
 # copies them (only very repetitive content could still make a patch under the cap).
@@ -87,7 +90,7 @@ class Workspace:
     def close(self) -> None:
         if self.disk is not None:
             self.disk.close()
-        shutil.rmtree(self.root, ignore_errors=True)
+        remove_tree(self.root)
         shutil.rmtree(self.llm, ignore_errors=True)
 
     def unpack_agent(self, tar_bytes: bytes) -> None:
@@ -189,6 +192,11 @@ class Workspace:
             if len(entry) < 4:
                 continue
             name = os.fsdecode(entry[3:])
+            if name.count("/") > MAX_PATH_DEPTH:
+                raise PatchTooLarge(
+                    f"the agent wrote {name[:MAX_NAME_CHARS]}, {name.count('/')} folders deep;"
+                    f" the most is {MAX_PATH_DEPTH}"
+                )
             size = regular_file_size(self.repo / name) or 0
             if size > max_bytes:
                 raise PatchTooLarge(
@@ -226,6 +234,12 @@ def disk_limit_message(limit_bytes: int) -> str:
         f"the agent wrote more than {limit_bytes // MiB} MiB to its folders"
         " (the worker's limit, CLADE_SANDBOX_DISK_MB)"
     )
+
+
+def remove_tree(path: Path) -> None:
+    """Remove `path` however deep the agent made it (`shutil.rmtree` recurses once per folder and
+    raises RecursionError on a deep enough tree); never crossing into a mounted file system."""
+    subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], capture_output=True, check=False)
 
 
 def read_capped(command: list[str], *, cwd: Path, env: dict[str, str], max_bytes: int) -> bytes | None:

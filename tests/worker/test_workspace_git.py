@@ -10,7 +10,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from worker.workspace import GIT_IDENTITY, Workspace
+import pytest
+
+from worker.workspace import GIT_IDENTITY, MAX_PATH_DEPTH, PatchTooLarge, Workspace
 
 SUBMODULE = "vendor/lib"
 
@@ -54,3 +56,29 @@ def test_a_submodules_git_config_planted_by_the_agent_never_runs_on_the_host(tmp
         diff = ws.diff(max_bytes=1_000_000)
     assert not marker.exists()
     assert "+b" in diff
+
+
+def _deep_tree(top: Path, depth: int) -> None:
+    """A folder `depth` levels deep (made by walking down, so no path is ever too long)."""
+    here = os.getcwd()
+    top.mkdir()
+    os.chdir(top)
+    try:
+        for _ in range(depth):
+            os.mkdir("d")
+            os.chdir("d")
+        Path("leaf.txt").write_text("leaf\n")
+    finally:
+        os.chdir(here)
+
+
+def test_a_tree_deeper_than_any_repository_is_refused_and_removed(tmp_path: Path) -> None:
+    """1500 folders deep: the host's own recursive removal of it (where the diff is graded)
+    would fail; the diff is refused, and the workspace still goes."""
+    with Workspace(tmp_path / "work", tmp_path / "sock", disk_enforcement="watch") as ws:
+        _repo_with_submodule(ws.repo)
+        ws.hand_over()
+        _deep_tree(ws.repo / "deep", 1500)
+        with pytest.raises(PatchTooLarge, match=f"1501 folders deep; the most is {MAX_PATH_DEPTH}"):
+            ws.diff(max_bytes=1_000_000)
+    assert not ws.root.exists()
