@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from types import TracebackType
 
+from contracts.errors import InvalidAgentError
 from sandbox.disk import Enforcement, LimitedDisk, MiB, owned_prefix
 from sandbox.hostfiles import open_regular_file, regular_file_size
 from sandbox.ownership import chmod_tree, give_to_sandbox_user
@@ -265,9 +266,13 @@ def read_capped(command: list[str], *, cwd: Path, env: dict[str, str], max_bytes
 
 
 def unpack(tar_bytes: bytes, dest: Path) -> None:
-    """Unpack an archive produced by `git archive` (the service's agent code)."""
+    """Unpack an archive produced by `git archive` (the service's agent code); raises
+    `InvalidAgentError` naming a member that would land outside `dest` (a link through links)."""
     with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:*") as tar:
-        tar.extractall(dest, filter="data")
+        try:
+            tar.extractall(dest, filter="data")
+        except tarfile.FilterError as exc:
+            raise InvalidAgentError(f"its code cannot be unpacked: {str(exc)[:MAX_NAME_CHARS]}") from exc
 
 
 def init_repo(folder: Path, message: str) -> str:
