@@ -42,7 +42,12 @@ _FS_OVERHEAD_FRACTION = 0.03
 _FS_OVERHEAD_FLOOR = 16 * MiB
 # Less free room than this on a loop disk: the agent filled it.
 _FULL_MARGIN = 1 * MiB
+# Fewer free inodes than this: the agent filled the inode table (very many small files).
+_FULL_INODE_MARGIN = 16
 _UNMOUNT_TRIES = 50
+# What a watched file or folder costs at least: an empty one takes no data blocks, but an inode
+# of the host's file system (millions of them exhaust it), as it would a block on ext4.
+ENTRY_BYTES = 4096
 _SIZING_TRIES = 4
 
 
@@ -88,7 +93,7 @@ class LimitedDisk:
         if mode == "watch":
             staged.rename(dest)
             disk = cls(dest, limit_bytes, "watch", None)
-            disk._baseline = tree_bytes(dest)
+            disk._baseline = charged_bytes(dest)
             return disk
         wanted = tree_bytes(staged) + limit_bytes  # free room the file system must offer
         image = dest.with_name(dest.name + ".img")
@@ -145,18 +150,25 @@ class LimitedDisk:
         if self._watch is not None and self._watch.exceeded:
             return True
         if self.mode == "loop" and self._mounted:
-            return self.written_bytes >= self.limit_bytes or self.free_bytes() < _FULL_MARGIN
+            return (
+                self.written_bytes >= self.limit_bytes
+                or self.free_bytes() < _FULL_MARGIN
+                or self.free_inodes() < _FULL_INODE_MARGIN
+            )
         return self.written_bytes > self.limit_bytes
 
     def used_bytes(self) -> int:
         if self.mode == "loop":
             vfs = os.statvfs(self.path)
             return (vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize
-        return tree_bytes(self.path)
+        return charged_bytes(self.path)
 
     def free_bytes(self) -> int:
         vfs = os.statvfs(self.path)
         return vfs.f_bavail * vfs.f_frsize
+
+    def free_inodes(self) -> int:
+        return os.statvfs(self.path).f_favail
 
     def close(self) -> None:
         """Stop watching; unmount and remove the image (loop). Safe to call twice."""
@@ -215,7 +227,7 @@ class GrowthWatch:
         return self._exceeded.is_set()
 
     def used_bytes(self) -> int:
-        return sum(tree_bytes(folder) for folder in self.folders)
+        return sum(charged_bytes(folder) for folder in self.folders)
 
     def stop(self) -> None:
         """Stop watching; once this returns, `on_exceeded` is not running and will not run."""
@@ -287,8 +299,14 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def tree_bytes(folder: Path) -> int:
-    """Disk space the tree under `folder` takes (allocated blocks; links are not followed)."""
+def charged_bytes(folder: Path) -> int:
+    """What a watched tree counts against its limit: its blocks, each entry at least ENTRY_BYTES."""
+    return tree_bytes(folder, min_entry_bytes=ENTRY_BYTES)
+
+
+def tree_bytes(folder: Path, *, min_entry_bytes: int = 0) -> int:
+    """Disk space the tree under `folder` takes (allocated blocks, each entry at least
+    `min_entry_bytes`; links are not followed)."""
     total = 0
     stack = [str(folder)]
     while stack:
@@ -302,7 +320,7 @@ def tree_bytes(folder: Path) -> int:
                 st = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            total += st.st_blocks * 512
+            total += max(st.st_blocks * 512, min_entry_bytes)
             if stat.S_ISDIR(st.st_mode):
                 stack.append(entry.path)
     return total

@@ -40,34 +40,35 @@ def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
     try:
         manifest = manifest_from_tar(code)
     except InvalidAgentError as exc:
-        result = EvaluationResult(resolved=False, failure=f"the agent cannot start: {exc}")
-        ctx.client.submit_result(job.evaluation_id, EvaluationSubmission(result=result), secret=job.secret)
-        return result
+        return _cannot_start(ctx, job, exc)
     try:
         image, runtime = agent_images(ctx, task, manifest.requirements)
     except SandboxError as exc:
         return report_infrastructure_failure(
             ctx, job, f"the image for task {task.instance_id} could not be built: {exc}"
         )
-    outcome = run_agent(
-        ctx,
-        AgentRun(
-            agent_code=code,
-            manifest=manifest,
-            statement=task.problem_statement,
-            prepare_repo=lambda dest: benchmark.prepare_repo(task, dest),
-            repo_path=task.repo_path,
-            model=job.solve_model,
-            purpose="solve",
-            timeout_s=job.limits.solve_timeout_s,
-            limits=job.limits,
-            budget=job.budget,
-            image=image,
-            runtime=runtime,
-            tools_path=task.tools_path,
-            labels={"dev.clade.run": job.run_id, "dev.clade.evaluation": job.evaluation_id},
-        ),
-    )
+    try:
+        outcome = run_agent(
+            ctx,
+            AgentRun(
+                agent_code=code,
+                manifest=manifest,
+                statement=task.problem_statement,
+                prepare_repo=lambda dest: benchmark.prepare_repo(task, dest),
+                repo_path=task.repo_path,
+                model=job.solve_model,
+                purpose="solve",
+                timeout_s=job.limits.solve_timeout_s,
+                limits=job.limits,
+                budget=job.budget,
+                image=image,
+                runtime=runtime,
+                tools_path=task.tools_path,
+                labels={"dev.clade.run": job.run_id, "dev.clade.evaluation": job.evaluation_id},
+            ),
+        )
+    except InvalidAgentError as exc:  # code that does not unpack (archived before links were resolved)
+        return _cannot_start(ctx, job, exc)
     graded = time.monotonic()
     report = benchmark.grade(task, outcome.diff, ctx.backend, ctx.images.base(), job.limits.test_timeout_s)
     done = time.monotonic()
@@ -93,6 +94,13 @@ def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
     ctx.client.submit_result(
         job.evaluation_id, EvaluationSubmission(result=result, usage=usage_records(calls)), secret=job.secret
     )
+    return result
+
+
+def _cannot_start(ctx: WorkerContext, job: EvaluateJob, exc: InvalidAgentError) -> EvaluationResult:
+    """The agent's own failure, recorded: its code is not an agent that can run."""
+    result = EvaluationResult(resolved=False, failure=f"the agent cannot start: {exc}")
+    ctx.client.submit_result(job.evaluation_id, EvaluationSubmission(result=result), secret=job.secret)
     return result
 
 

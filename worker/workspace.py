@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from types import TracebackType
 
+from contracts.errors import InvalidAgentError
 from sandbox.disk import Enforcement, LimitedDisk, MiB, owned_prefix
 from sandbox.hostfiles import open_regular_file, regular_file_size
 from sandbox.ownership import chmod_tree, give_to_sandbox_user
@@ -31,6 +32,9 @@ GIT_SAFE = [
 ]
 CHUNK_BYTES = 64 * 1024
 MAX_NAME_CHARS = 300  # of an agent's file name quoted in a failure
+# Folders above a changed file, at most: far more than any repository's, far fewer than the
+# recursion (shutil.rmtree, one frame per folder) of whoever unpacks the patch could take.
+MAX_PATH_DEPTH = 100
 TAIL_BYTES = 4_000
 # Changed files larger than this many times the patch cap together are refused before git
 # copies them (only very repetitive content could still make a patch under the cap).
@@ -87,7 +91,7 @@ class Workspace:
     def close(self) -> None:
         if self.disk is not None:
             self.disk.close()
-        shutil.rmtree(self.root, ignore_errors=True)
+        remove_tree(self.root)
         shutil.rmtree(self.llm, ignore_errors=True)
 
     def unpack_agent(self, tar_bytes: bytes) -> None:
@@ -166,7 +170,17 @@ class Workspace:
 
     def _refuse_large_changes(self, env: dict[str, str], max_bytes: int) -> None:
         listed = subprocess.run(
-            ["git", *GIT_SAFE, "status", "--porcelain", "-z", "--untracked-files=all", "--no-renames"],
+            # Never into a submodule: its git folder (config, filters) is the agent's.
+            [
+                "git",
+                *GIT_SAFE,
+                "status",
+                "--porcelain",
+                "-z",
+                "--untracked-files=all",
+                "--no-renames",
+                "--ignore-submodules=all",
+            ],
             cwd=self.repo,
             env=env,
             capture_output=True,
@@ -179,6 +193,11 @@ class Workspace:
             if len(entry) < 4:
                 continue
             name = os.fsdecode(entry[3:])
+            if name.count("/") > MAX_PATH_DEPTH:
+                raise PatchTooLarge(
+                    f"the agent wrote {name[:MAX_NAME_CHARS]}, {name.count('/')} folders deep;"
+                    f" the most is {MAX_PATH_DEPTH}"
+                )
             size = regular_file_size(self.repo / name) or 0
             if size > max_bytes:
                 raise PatchTooLarge(
@@ -218,6 +237,12 @@ def disk_limit_message(limit_bytes: int) -> str:
     )
 
 
+def remove_tree(path: Path) -> None:
+    """Remove `path` however deep the agent made it (`shutil.rmtree` recurses once per folder and
+    raises RecursionError on a deep enough tree); never crossing into a mounted file system."""
+    subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], capture_output=True, check=False)
+
+
 def read_capped(command: list[str], *, cwd: Path, env: dict[str, str], max_bytes: int) -> bytes | None:
     """`command`'s stdout, read as it comes; None (and the command killed) once it passes
     `max_bytes`, so an oversized output is never held whole in memory."""
@@ -241,9 +266,13 @@ def read_capped(command: list[str], *, cwd: Path, env: dict[str, str], max_bytes
 
 
 def unpack(tar_bytes: bytes, dest: Path) -> None:
-    """Unpack an archive produced by `git archive` (the service's agent code)."""
+    """Unpack an archive produced by `git archive` (the service's agent code); raises
+    `InvalidAgentError` naming a member that would land outside `dest` (a link through links)."""
     with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:*") as tar:
-        tar.extractall(dest, filter="data")
+        try:
+            tar.extractall(dest, filter="data")
+        except tarfile.FilterError as exc:
+            raise InvalidAgentError(f"its code cannot be unpacked: {str(exc)[:MAX_NAME_CHARS]}") from exc
 
 
 def init_repo(folder: Path, message: str) -> str:

@@ -14,7 +14,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +43,7 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # the disk is asked instead. Every other git write says "No space left on device".
 SILENT_WHEN_FULL = frozenset({"update-ref"})
 CHUNK = 256 * 1024
+MAX_LINK_HOPS = 40  # as the kernel: a chain of links longer than this never resolves
 
 
 class GitCommandError(RuntimeError):
@@ -283,13 +284,15 @@ class GitStore:
         """A child holds files, folders and links within itself, as a seed does (whose tar may hold
         no link at all): a link leading out of the tree would make whoever unpacks the agent read
         or write outside it, and a submodule has no content in the archive."""
+        links: dict[str, str] = {}
         for mode, sha, path in entries:
             if mode == "160000":
                 raise PatchError(f"{path}: a submodule cannot be part of an agent")
             if mode == "120000":
-                target = self._text(["cat-file", "blob", sha], env=env)
-                if _link_escapes(path, target):
-                    raise PatchError(f"{path}: a link leading out of the agent ({target[:200]!r})")
+                links[path] = self._text(["cat-file", "blob", sha], env=env)
+        for path, target in links.items():
+            if _link_escapes(path, target, links):
+                raise PatchError(f"{path}: a link leading out of the agent ({target[:200]!r})")
 
     # -- writing refs ------------------------------------------------------------
 
@@ -415,18 +418,33 @@ def _entries(listing: str) -> list[tuple[str, str, str]]:
     return entries
 
 
-def _link_escapes(path: str, target: str) -> bool:
-    """Whether a link at `path` pointing at `target` leads outside the agent's tree."""
+def _link_escapes(path: str, target: str, links: Mapping[str, str]) -> bool:
+    """Whether a link at `path` pointing at `target` leads outside the agent's tree, followed
+    through the tree's other `links` (each may stay inside on its face, and lead out through
+    another: `up -> ..` in a folder, then `x -> folder/up/..`), as a file system resolves it."""
     if target.startswith("/"):
         return True
-    depth = path.count("/")  # folders above the link, inside the tree
-    for part in target.split("/"):
+    folders = path.split("/")[:-1]  # where the link is, inside the tree
+    pending = target.split("/")
+    hops = 0
+    while pending:
+        part = pending.pop(0)
+        if part in ("", "."):
+            continue
         if part == "..":
-            depth -= 1
-            if depth < 0:
+            if not folders:
                 return True
-        elif part not in ("", "."):
-            depth += 1
+            folders.pop()
+            continue
+        folders.append(part)
+        inner = links.get("/".join(folders))
+        if inner is None:
+            continue
+        hops += 1
+        if hops > MAX_LINK_HOPS or inner.startswith("/"):
+            return True  # a loop (never resolves), or absolute
+        folders.pop()
+        pending = inner.split("/") + pending
     return False
 
 

@@ -97,6 +97,7 @@ def improve_job(stack: EvaluationStack, parent: str, secret: str) -> ImproveJob:
     ("mode", "reason"),
     [
         ("link", "a link leading out of the agent"),
+        ("chain", "escape: a link leading out of the agent"),
         ("wipe", "patch deletes every file"),
         ("many:50", f"the child would have 53 files; the limit is {MAX_FILES}"),
     ],

@@ -7,7 +7,8 @@ price of (`service_tier` priced higher, `web_search_options` billed per search, 
 know is refused with a 400 naming it, before anything goes upstream. `n` is allowed up to
 MAX_CHOICES and every one of its replies is held against the lease; the reply-limit keys
 (`max_tokens`, `max_completion_tokens`) must be positive integers, and the largest one sent
-is the reply's worst case.
+is the reply's worst case. A message's content parts must be text, or an image inline as data:
+a part priced or fetched upstream apart from its JSON (an image URL, audio, a file) is refused.
 """
 
 from __future__ import annotations
@@ -68,6 +69,9 @@ def check_request(body: dict[str, Any]) -> RequestShape | FieldRefusal:
             unknown[0],
             f"the Clade LLM gateway does not forward the field {unknown[0]!r} (it forwards only: {listed})",
         )
+    refused_part = _unpriced_part(body.get("messages"))
+    if refused_part is not None:
+        return refused_part
     caps: list[int] = []
     for key in REPLY_LIMIT_KEYS:
         value = body.get(key)
@@ -82,6 +86,38 @@ def check_request(body: dict[str, Any]) -> RequestShape | FieldRefusal:
     if not _positive_int(choices) or choices > MAX_CHOICES:
         return FieldRefusal("n", f"'n' must be an integer from 1 to {MAX_CHOICES}, not {choices!r}")
     return RequestShape(choices=choices, reply_tokens=max(caps) if caps else None)
+
+
+def _unpriced_part(messages: object) -> FieldRefusal | None:
+    """The first content part the prompt estimate cannot see the cost of: anything but text or
+    an image inline as data (an image at a URL, audio, a stored file are priced, and fetched,
+    upstream, whatever their few characters of JSON)."""
+    if not isinstance(messages, list):
+        return None  # the upstream answers a malformed `messages` itself
+    for i, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            continue
+        for j, part in enumerate(content):
+            if not _priced_part(part):
+                where = f"messages[{i}].content[{j}]"
+                kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+                return FieldRefusal(
+                    where,
+                    f"the Clade LLM gateway does not forward {where} ({str(kind)[:40]!r}): a content"
+                    " part must be text or an image inline as a data: URL",
+                )
+    return None
+
+
+def _priced_part(part: object) -> bool:
+    if not isinstance(part, dict):
+        return False
+    if part.get("type") == "text":
+        return True
+    image = part.get("image_url")
+    url = image.get("url") if isinstance(image, dict) else None
+    return part.get("type") == "image_url" and isinstance(url, str) and url.startswith("data:")
 
 
 def _positive_int(value: object) -> bool:
