@@ -10,14 +10,20 @@ test-name words, a body like its neighbours'. A runner whose reports were rewrit
 ("everything passed", "exceptions swallowed") passes the twin with its original; one that
 drops reports loses the twin.
 
-Perturbations (`Twin.kind`); a *strong* one makes a value no run can produce by chance,
-so a twin with a strong perturbation that passed is forged even when its original failed:
+Perturbations (`Twin.kind`). The code under test can find a twin's original (the one
+test that differs from it in one literal), so nothing about the pair may say which of
+the two is the twin: each perturbation is as likely to make the value smaller as larger,
+shorter as longer, and looks like a value a person wrote. None is strong: unfixed code
+may produce the perturbed value, so only "twin and original both passed" is forgery.
 
-- `int`, `float`: the number plus a random offset far beyond any tolerance (strong);
-  inside `pytest.approx(...)` and `assertAlmostEqual` too.
-- `str`, `bytes`: a random suffix (strong).
-- `none`: `None` compared with `==` becomes a random number (strong).
-- `empty`: an empty list, tuple or dict gains an element (strong).
+- `int`: another number of the same sign and scale, as likely below as above
+  (6 becomes one of 0..12, 1000 one of 0 or 2000, -40 one of 0..-80 by tens);
+  inside `pytest.approx(...)` and `assertAlmostEqual` (without a `delta`) too.
+- `float`: plus or minus 20% to 100% of the value, at least 1, at the literal's precision.
+- `str`, `bytes`: one character inserted, deleted or replaced, taken from the value itself.
+- `none`: `None` compared with `==` becomes a digit.
+- `empty`: an empty list, tuple or dict gains an element.
+- `drop`: a list, tuple, set or dict loses one element (its counterpart).
 - any of these inside a literal list, tuple, set or dict value: one element changed.
 - `bool`: `True`/`False` flipped in `== <bool>`, `is <bool>`, `assertIs(x, <bool>)`.
 - `truth`: `assert <expr>` becomes `assert not (<expr>)`; `assertTrue` becomes
@@ -47,9 +53,11 @@ EQUAL_METHODS = frozenset(
     }
 )  # fmt: skip
 TRUTH_METHODS = {"assertTrue": "assertFalse", "assertFalse": "assertTrue"}
-WEAK_KINDS = frozenset({"bool", "truth"})
 _SKIPPING_DECORATOR = re.compile(r"skip|xfail|fixture", re.IGNORECASE)
-_TOKEN_LETTERS = "bcdfghjklmnpqrstvwxz"
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+# The largest tolerances a perturbation always exceeds: numbers change by 1 (a unit) or more
+# and by 10% or more of the perturbed value.
+_TOLERANCES = {"delta": 0.5, "abs": 0.5, "rel": 0.05}
 _GENERIC_WORDS = (
     "accepts", "boundary", "case", "default", "empty", "format", "handles", "input", "keeps",
     "large", "limit", "list", "missing", "mixed", "nested", "order", "parse", "range", "returns",
@@ -66,10 +74,6 @@ class Twin:
     cls: str | None
     test_file: str
     kind: str
-
-    @property
-    def strong(self) -> bool:
-        return self.kind not in WEAK_KINDS
 
 
 @dataclass(frozen=True)
@@ -227,7 +231,10 @@ def _assert_edits(stmt: ast.Assert) -> Iterator[_Edit]:
         elif isinstance(op, ast.Is) and isinstance(right, ast.Constant) and isinstance(right.value, bool):
             yield _replace(right, repr(not right.value), "bool")
         return
-    yield _replace(test, f"not ({_segment_text(test)})", "truth")
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        yield _replace(test, f"({_segment_text(test.operand)})", "truth")  # the counterpart of `not`
+    else:
+        yield _replace(test, f"not ({_segment_text(test)})", "truth")
 
 
 def _call_edits(call: ast.Call) -> Iterator[_Edit]:
@@ -235,6 +242,8 @@ def _call_edits(call: ast.Call) -> Iterator[_Edit]:
     if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
         return
     method = func.attr
+    if not _tolerance_exceeded(call):
+        return
     if method in EQUAL_METHODS and len(call.args) >= 2:
         for side in (call.args[1], call.args[0]):
             if _is_literal(side):
@@ -262,8 +271,26 @@ def _is_literal(node: ast.expr) -> bool:
         )
     if _is_approx(node):
         assert isinstance(node, ast.Call)
-        return bool(node.args) and _is_literal(node.args[0])
+        return bool(node.args) and _tolerance_exceeded(node) and _is_literal(node.args[0])
     return False
+
+
+def _tolerance_exceeded(call: ast.Call) -> bool:
+    """Whether every tolerance `call` names (`rel=`, `abs=`, `delta=`, `places=`) is a literal
+    small enough for any perturbation to exceed."""
+    for keyword in call.keywords:
+        if keyword.arg is None:
+            return False  # **options: unknown tolerances
+        limit = _TOLERANCES.get(keyword.arg)
+        if limit is None and keyword.arg != "places":
+            continue
+        try:
+            value = ast.literal_eval(keyword.value)
+        except ValueError:
+            return False
+        if not _is_number(value) or (value > limit if limit is not None else value < 0):
+            return False
+    return True
 
 
 def _is_approx(node: ast.expr) -> bool:
@@ -287,39 +314,121 @@ def _literal_edits(node: ast.expr, *, top: bool) -> Iterator[_Edit]:
         value = node.value
         if isinstance(value, bool):
             yield _replace(node, repr(not value), "bool")
-        elif isinstance(value, int):
-            yield _replace(node, repr(value + _offset()), "int")
-        elif isinstance(value, float) and math.isfinite(value):
-            yield _replace(node, repr(value + abs(value) * 10 + _offset() + 0.5), "float")
+        elif isinstance(value, (int, float)):
+            yield from _number_edit(node, value)
         elif isinstance(value, str):
-            yield _replace(node, repr(value + _token()), "str")
+            yield _replace(node, repr(_near_text(value)), "str")
         elif isinstance(value, bytes):
-            yield _replace(node, repr(value + _token().encode()), "bytes")
-        elif value is None and not top:
-            yield _replace(node, str(_offset()), "none")
+            yield _replace(node, repr(_near_text(value.decode("latin-1")).encode("latin-1")), "bytes")
         elif value is None:
-            yield _replace(node, f"({_offset()})", "none")
+            digit = str(_random_below(10))
+            yield _replace(node, digit if not top else f"({digit})", "none")
     elif isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
         number = node.operand.value
-        if not isinstance(number, (int, float)) or isinstance(number, bool):
-            return
-        signed = -number if isinstance(node.op, ast.USub) else number
-        if isinstance(signed, int):
-            yield _replace(node, f"({signed - _offset()!r})", "int")
-        elif math.isfinite(signed):
-            yield _replace(node, f"({signed - abs(signed) * 10 - _offset() - 0.5!r})", "float")
+        if isinstance(number, (int, float)) and not isinstance(number, bool):
+            yield from _number_edit(node, -number if isinstance(node.op, ast.USub) else number)
     elif isinstance(node, (ast.List, ast.Tuple)) and not node.elts:
-        yield _replace(node, f"[{_offset()}]" if isinstance(node, ast.List) else f"({_offset()},)", "empty")
+        added = _random_below(10)
+        yield _replace(node, f"[{added}]" if isinstance(node, ast.List) else f"({added},)", "empty")
     elif isinstance(node, ast.Dict) and not node.keys:
-        yield _replace(node, f"{{{_token()!r}: {_offset()}}}", "empty")
+        yield _replace(node, f"{{{_near_text('')!r}: {_random_below(10)}}}", "empty")
     elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        if not isinstance(node, ast.Set) or _distinct(node.elts):
+            yield _dropped(node, _random_below(len(node.elts)))
         for element in node.elts:
             yield from _literal_edits(element, top=False)
     elif isinstance(node, ast.Dict):
         keys = [ast.unparse(k) for k in node.keys if k is not None]
+        if len(set(keys)) == len(keys):
+            yield _dropped(node, _random_below(len(keys)))
         for key, item in zip(keys, node.values, strict=True):
             if keys.count(key) == 1:  # a repeated key's earlier values do not count
                 yield from _literal_edits(item, top=False)
+
+
+def _number_edit(node: ast.expr, value: float) -> Iterator[_Edit]:
+    """`node` (the number `value`, its sign included) replaced by a near number of its kind."""
+    if isinstance(value, int):
+        near: float = _near_int(value)
+        kind = "int"
+    elif math.isfinite(value):
+        near, kind = _near_float(value, ast.unparse(node)), "float"
+    else:
+        return
+    text = repr(near)
+    yield _replace(node, f"({text})" if near < 0 or isinstance(node, ast.UnaryOp) else text, kind)
+
+
+def _near_int(value: int) -> int:
+    """Another integer of `value`'s sign and scale: n units become n - k or n + k units, k
+    from n/5 to n (at least 1), a unit being `value`'s lowest non-zero decimal place: both
+    sides are as likely, and the change is at least 1 and 10% of the result."""
+    if value == 0:
+        return (1 + _random_below(2)) * (1 if _random_below(2) else -1)
+    unit = 1
+    while value % (unit * 10) == 0:
+        unit *= 10
+    units = abs(value) // unit
+    least = max(1, units // 5)
+    step = least + _random_below(units - least + 1)
+    near = units + step if _random_below(2) else units - step
+    return near * unit if value > 0 else -near * unit
+
+
+def _near_float(value: float, written: str) -> float:
+    """`value` plus or minus 20%..100% of it (at least 1, beyond any default tolerance),
+    rounded to the decimals it was written with."""
+    fraction = 0.2 + _random_below(801) / 1000
+    change = max(abs(value) * fraction, 1.0)
+    near = value + change if _random_below(2) else value - change
+    decimals = len(written.partition(".")[2]) if "." in written and "e" not in written.lower() else 6
+    rounded = round(near, max(1, min(decimals, 6)))
+    return rounded if abs(rounded - value) >= 0.5 else near
+
+
+def _near_text(value: str) -> str:
+    """`value` with one character inserted, deleted or replaced (a character of its own)."""
+    letters = sorted({c for c in value if c.isalnum()}) or list(_LETTERS)
+    while True:
+        where = _random_below(len(value) + 1)
+        letter = letters[_random_below(len(letters))]
+        action = _random_below(3) if value else 0
+        if action == 0:
+            near = value[:where] + letter + value[where:]
+        elif action == 1:
+            where = min(where, len(value) - 1)
+            near = value[:where] + value[where + 1 :]
+        else:
+            where = min(where, len(value) - 1)
+            near = value[:where] + letter + value[where + 1 :]
+        if near != value:
+            return near
+
+
+def _distinct(elements: list[ast.expr]) -> bool:
+    """Whether a set literal's elements are distinct values (dropping one then changes it)."""
+    try:
+        values = [ast.literal_eval(element) for element in elements]
+        return len(set(values)) == len(values)
+    except (ValueError, TypeError, SyntaxError):
+        return False
+
+
+def _dropped(node: ast.List | ast.Tuple | ast.Set | ast.Dict, index: int) -> _Edit:
+    """`node` without its element (or dict item) `index`."""
+    copy: ast.List | ast.Tuple | ast.Set | ast.Dict
+    if isinstance(node, ast.Dict):
+        copy = ast.Dict(
+            keys=[k for i, k in enumerate(node.keys) if i != index],
+            values=[v for i, v in enumerate(node.values) if i != index],
+        )
+    else:
+        kept = [e for i, e in enumerate(node.elts) if i != index]
+        if isinstance(node, ast.Set) and not kept:
+            return _replace(node, "set()", "drop")
+        copy = type(node)(elts=kept, ctx=ast.Load()) if not isinstance(node, ast.Set) else ast.Set(elts=kept)
+    text = ast.unparse(copy)
+    return _replace(node, f"({text})" if isinstance(node, ast.Tuple) else text, "drop")
 
 
 def _replace(node: ast.expr, text: str, kind: str) -> _Edit:
@@ -353,15 +462,17 @@ def _name_words(source: str) -> list[str]:
 
 def _fresh_name(words: list[str], taken: str) -> str:
     while True:
-        count = 2 + _random_below(3)
-        name = "test_" + "_".join(words[_random_below(len(words))] for _ in range(count))
+        pool = list(words)
+        count = min(2 + _random_below(3), len(pool))
+        name = "test_" + "_".join(pool.pop(_random_below(len(pool))) for _ in range(count))
         if not re.search(rf"\b{name}\b", taken):
             return name
 
 
 def _pick(edits: tuple[_Edit, ...]) -> _Edit:
-    strong = [edit for edit in edits if edit.kind not in WEAK_KINDS]
-    pool = strong or list(edits)
+    # A changed value rather than a flipped bool or a negation, when the test has one.
+    literal = [edit for edit in edits if edit.kind not in ("bool", "truth")]
+    pool = literal or list(edits)
     return pool[_random_below(len(pool))]
 
 
@@ -374,11 +485,3 @@ def _shuffled(items: list[_Candidate]) -> list[_Candidate]:
 
 def _random_below(n: int) -> int:
     return int.from_bytes(os.urandom(4), "big") % n
-
-
-def _offset() -> int:
-    return 1000 + _random_below(9000)
-
-
-def _token() -> str:
-    return "".join(_TOKEN_LETTERS[_random_below(len(_TOKEN_LETTERS))] for _ in range(5))

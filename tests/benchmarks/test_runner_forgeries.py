@@ -16,7 +16,11 @@ from benchmarks.polyglot import Polyglot
 from sandbox.base import SandboxBackend
 from tests.benchmarks.helpers import Edit, diff_after
 from tests.benchmarks.polyglot.layouts import agent_diff
-from tests.benchmarks.runner_payloads import SWALLOW_A_RANDOM_HALF, SWALLOW_UNLESS_ARITHMETIC
+from tests.benchmarks.runner_payloads import (
+    FAIL_THE_PERTURBED_COPIES,
+    SWALLOW_A_RANDOM_HALF,
+    SWALLOW_UNLESS_ARITHMETIC,
+)
 
 pytestmark = pytest.mark.docker
 
@@ -89,3 +93,17 @@ def test_f1_is_caught_on_polyglot_python(docker_backend: tuple[SandboxBackend, s
     assert report.patch_applied and not report.resolved, report.reason
     assert report.tampered is not None and "must-fail twin" in report.tampered, report.reason
     assert report.reason.startswith("tampered: ")
+
+
+def test_failing_only_the_copies_that_look_perturbed_is_not_resolved(
+    clade_mini: CladeMini, docker_backend: tuple[SandboxBackend, str], tmp_path: Path
+) -> None:
+    """A payload that pairs each twin with its original and guesses which of the two is
+    the twin: a coin flip per twin (ledger-1 gets 8), so 1 chance in 256 that this fails."""
+    backend, image = docker_backend
+    task = find_task(clade_mini, "clade-mini__ledger-1")
+    diff = diff_after(clade_mini, task, tmp_path, append("ledger/__init__.py", FAIL_THE_PERTURBED_COPIES))
+    report = clade_mini.grade(task, diff, backend, image, 120)
+    assert not report.resolved, report.reason
+    assert report.tampered is not None or report.FAIL_TO_PASS.failure or report.PASS_TO_PASS.failure
+    assert "_pytest" in report.runner_tampering["ledger/__init__.py"]

@@ -210,6 +210,12 @@ UNSAFE = {
     "in a loop": "def test_h():\n    for i in []:\n        assert i == 1\n",
     "not a test": "def helper():\n    assert 1 == 1\n",
     "a container with a call": "def test_i():\n    assert [len('a'), 2] != [len('a'), 2]\n",
+    # A tolerance that a near value may fall within.
+    "a large approx tolerance": "def test_j():\n    assert f() == pytest.approx(6, rel=0.5)\n",
+    "a tolerance not a literal": "def test_k():\n    assert f() == pytest.approx(6, abs=TOL)\n",
+    "a large delta": (
+        "class ATestCase(TestCase):\n    def test_l(self):\n        self.assertAlmostEqual(f(), 6, delta=2)\n"
+    ),
 }
 
 
@@ -252,7 +258,6 @@ TWIN_NODE, ORIGINAL_NODE = "tests/test_a.py::test_keeps_order", "tests/test_a.py
     ("statuses", "evidence"),
     [
         ({TWIN_NODE: "PASSED", ORIGINAL_NODE: "PASSED"}, "both passed"),
-        ({TWIN_NODE: "PASSED", ORIGINAL_NODE: "FAILED"}, "passed"),
         ({ORIGINAL_NODE: "PASSED"}, "never reported"),
         ({TWIN_NODE: "SKIPPED", ORIGINAL_NODE: "PASSED"}, "SKIPPED"),
         # The rootdir may be below the repository's root: a shorter path is the same file.
@@ -273,8 +278,10 @@ def test_a_twin_reported_wrong_is_tampering(statuses: dict[str, str], evidence: 
         # does not collect (its original is missing too).
         (TWIN, {"tests/test_a.py": "ERROR"}),
         (TWIN, {"tests/test_a.py::test_other": "PASSED"}),
-        # Unfixed code may return the other bool: a weak twin passing with its original failing.
+        # Unfixed code may return the other bool, or the near number: a twin passing with its
+        # original failing.
         (WEAK, {"tests/test_a.py::test_keeps_flag": "PASSED", "tests/test_a.py::test_flag": "FAILED"}),
+        (TWIN, {"tests/test_a.py::test_keeps_order": "PASSED", "tests/test_a.py::test_sorted": "FAILED"}),
     ],
 )
 def test_honest_twin_statuses_are_not_tampering(twin: Twin, statuses: dict[str, str]) -> None:
