@@ -56,12 +56,33 @@ class DiskLimitError(RuntimeError):
 
 
 def can_loop_mount() -> bool:
-    """Whether this process can make loop-mounted file systems (root, tools, a loop device)."""
+    """Whether this process can make loop-mounted file systems (root, tools, a loop device) that
+    the Docker engine then sees (`engine_shares_our_mounts`)."""
     return (
         os.geteuid() == 0
         and Path("/dev/loop-control").exists()
         and all(shutil.which(tool) for tool in ("mkfs.ext4", "mount", "umount"))
+        and engine_shares_our_mounts()
     )
+
+
+def engine_shares_our_mounts(proc: Path = Path("/proc")) -> bool:
+    """Whether a local Docker engine (`dockerd`) runs in this process's mount namespace.
+
+    A mount made here reaches a bind mount of the engine's only then: a worker in a container
+    beside the host's engine, or under `ip netns exec` (which unshares the mount namespace),
+    mounts where the engine never looks, and its sandboxes would get an empty folder or none.
+    An engine this process cannot see (remote, another pid namespace) counts as not sharing."""
+    ours = os.readlink(proc / "self" / "ns" / "mnt")
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "comm").read_text().strip() == "dockerd":
+                return os.readlink(entry / "ns" / "mnt") == ours
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return False
 
 
 class LimitedDisk:

@@ -13,6 +13,7 @@ the retried request writes it (every idempotent path makes sure the ref exists).
 from __future__ import annotations
 
 import functools
+import re
 import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -328,31 +329,40 @@ def record_child(
 
 
 def changed_files(patch: str, limit: int = 20) -> list[str]:
-    """The paths a git patch changes (at most `limit`), exactly as named: from the `+++ b/` line
-    of each file's header, or `--- a/` for a deleted file, with git's quoting undone (a name
-    with a quote, a backslash, a tab or a newline is C-quoted; one with a space ends in a tab).
-    Only header lines count: a hunk's content line may look like a header too."""
+    """The paths a patch changes (at most `limit`), exactly as named: from the `+++ b/` line of
+    each file's header, or `--- a/` for a deleted file, with git's quoting undone (a name with a
+    quote, a backslash, a tab or a newline is C-quoted; one with a space ends in a tab). A plain
+    unified diff (no `diff --git` lines) counts too. Hunks are skipped by their line counts, so a
+    content line that looks like a header is never taken for one."""
     paths: list[str] = []
     removed: str | None = None
-    in_header = False
+    old_left = new_left = 0  # lines of the current hunk still to come
     for line in patch.split("\n"):
-        if line.startswith("diff --git "):
-            in_header, removed = True, None
-        elif not in_header:
+        if old_left > 0 or new_left > 0:
+            if line.startswith("\\"):  # "\ No newline at end of file"
+                continue
+            mark = line[:1]
+            old_left -= mark in (" ", "-", "")
+            new_left -= mark in (" ", "+", "")
             continue
-        elif line.startswith(("@@", "GIT binary patch", "Binary files ")):
-            in_header = False
+        hunk = _HUNK.match(line)
+        if hunk is not None:
+            old_left = int(hunk["old"]) if hunk["old"] is not None else 1
+            new_left = int(hunk["new"]) if hunk["new"] is not None else 1
+        elif line.startswith("diff --git "):
+            removed = None
         elif line.startswith("--- "):
             removed = _header_path(line[4:], "a/")
         elif line.startswith("+++ "):
-            in_header = False
             added = _header_path(line[4:], "b/")
             path = removed if added is None else added
+            removed = None
             if path and path not in paths and len(paths) < limit:
                 paths.append(path)
     return paths
 
 
+_HUNK = re.compile(r"^@@ -\d+(?:,(?P<old>\d+))? \+\d+(?:,(?P<new>\d+))? @@")
 _C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
 
 

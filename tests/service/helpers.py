@@ -9,6 +9,7 @@ import subprocess
 import tarfile
 import tempfile
 import zlib
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,10 @@ from tests.servers import JOB_SECRET, ServiceClients
 
 
 def dispatched(item: Step | Evaluation, secret: str = JOB_SECRET) -> None:
-    """Mark `item` sent to a worker with `secret`, as the driver's dispatch does (caller commits)."""
+    """Mark `item` sent to a worker with `secret`, as the driver's dispatch does (caller commits):
+    its hash and the time it was sent, so a running driver does not send it again (with a new secret)."""
     item.job_secret_hash = job_secrets.digest(secret)
+    item.dispatched_at, item.dispatches = datetime.now(UTC), (item.dispatches or 0) + 1
 
 
 def dispatch_in(database_url: str, model: type[Step] | type[Evaluation], item_id: str, secret: str) -> None:
