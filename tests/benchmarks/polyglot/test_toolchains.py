@@ -139,7 +139,9 @@ def test_gold_resolves_and_stub_does_not_in_the_toolchain_image(
     test_file = task.FAIL_TO_PASS[0]
     per_test = {name: status for name, status in gold.test_statuses.items() if "::" in name}
     assert len(per_test) == (1 if language == "go" else 3)  # Go's one table-driven test
-    assert set(per_test.values()) == {TestStatus.PASSED} and gold.test_statuses[test_file] is TestStatus.PASSED
+    assert (
+        set(per_test.values()) == {TestStatus.PASSED} and gold.test_statuses[test_file] is TestStatus.PASSED
+    )
     empty = polyglot.grade(task, "", backend, base_image, 300)
     assert not empty.resolved and empty.tests_exit_code not in (0, None), empty.log_tail
     assert empty.tampered is None and empty.reason.startswith("not resolved: tests of"), empty.reason

@@ -60,7 +60,9 @@ def test_a_twin_is_a_real_test_renamed_with_its_expected_value_changed(
     assert twin.copy_of in [test.name for test in original.tests]
     assert twin.name not in before and twin.test_file == TEST_FILE[language]
     # Only lines were added: the real tests are as they were.
-    removed = [line for line in difflib.ndiff(before.splitlines(), after.splitlines()) if line.startswith("- ")]
+    removed = [
+        line for line in difflib.ndiff(before.splitlines(), after.splitlines()) if line.startswith("- ")
+    ]
     assert removed == []
     planted_file = find_tests(language, after)
     names = [test.name for test in planted_file.tests]
@@ -117,7 +119,7 @@ def test_twin_names_are_fresh_and_positions_vary(language: LanguageName, tmp_pat
         # Strings, comments and character literals with braces and quotes do not confuse it.
         (
             "cpp",
-            'TEST_CASE("braces") {\n    // a } in a comment\n    const char c = \'}\';\n'
+            "TEST_CASE(\"braces\") {\n    // a } in a comment\n    const char c = '}';\n"
             '    REQUIRE(f("{x}") == "a}b");\n}\n',
             '"a}a"',
         ),
@@ -134,8 +136,8 @@ def test_twin_names_are_fresh_and_positions_vary(language: LanguageName, tmp_pat
         ),
         (
             "java",
-            '@Test\npublic void braces() {\n    String s = "}"; // }\n    char c = \'}\';\n'
-            '    assertEquals(12, f(s, c));\n}\n',
+            "@Test\npublic void braces() {\n    String s = \"}\"; // }\n    char c = '}';\n"
+            "    assertEquals(12, f(s, c));\n}\n",
             "11",
         ),
         (
@@ -188,6 +190,8 @@ def test_a_file_without_an_assertion_to_change_gets_a_note(tmp_path: Path) -> No
         ("java", "true", "false"),
     ],
 )
-def test_literals_change_to_another_value_of_their_type(language: LanguageName, literal: str, changed: str) -> None:
+def test_literals_change_to_another_value_of_their_type(
+    language: LanguageName, literal: str, changed: str
+) -> None:
     (token,) = tokenize(literal, language)
     assert perturbed(token, language) == changed

@@ -35,7 +35,10 @@ def planted(twins: bool = True) -> Planted:
 def go_report(folder: Path, outcomes: dict[str, str]) -> Path:
     lines = [{"Action": "start", "Package": "x"}]
     for test, action in outcomes.items():
-        lines += [{"Action": "run", "Package": "x", "Test": test}, {"Action": action, "Package": "x", "Test": test}]
+        lines += [
+            {"Action": "run", "Package": "x", "Test": test},
+            {"Action": action, "Package": "x", "Test": test},
+        ]
     (folder / REPORT).write_text("".join(json.dumps(line) + "\n" for line in lines))
     return folder
 
@@ -57,7 +60,12 @@ def test_an_honest_run_resolves(tmp_path: Path) -> None:
     ("exit_code", "outcomes", "changes", "evidence"),
     [
         (1, {**HONEST, "TestTwin": "pass"}, ONE_WRITE, "twin 'TestTwin' (a copy of 'TestReal'"),
-        (1, {"TestReal": "pass", "TestOther": "pass"}, ONE_WRITE, "never reported, although that file's tests ran"),
+        (
+            1,
+            {"TestReal": "pass", "TestOther": "pass"},
+            ONE_WRITE,
+            "never reported, although that file's tests ran",
+        ),
         (0, HONEST, ONE_WRITE, "exited 0, although its must-fail twins ran"),
         (1, HONEST, [*ONE_WRITE, Change(REPORT, "close_write")], "created 1 and written 2 times"),
         (1, HONEST, [*ONE_WRITE, Change("other.json", "create")], "changes other than the runner's report"),
@@ -83,7 +91,10 @@ def test_no_report_is_tampered_after_exit_0_and_not_resolved_otherwise(tmp_path:
     cut = judge_run(GO, ["x_test.go"], run(0), tmp_path, [], planted())
     assert cut.tampered is not None and "exited 0 without its report" in cut.tampered
     failed = judge_run(GO, ["x_test.go"], run(1), tmp_path, [], planted())
-    assert failed.tampered is None and failed.untrusted == f"no test report ({REPORT} was not written; exit code 1)"
+    assert (
+        failed.tampered is None
+        and failed.untrusted == f"no test report ({REPORT} was not written; exit code 1)"
+    )
     timed = judge_run(GO, ["x_test.go"], run(-1, timed_out=True), tmp_path, [], planted())
     assert not timed.resolved and timed.untrusted == "the tests timed out"
 
@@ -93,7 +104,9 @@ def test_without_twins_the_report_and_the_exit_status_must_agree(tmp_path: Path)
     alone = judge_run(GO, ["x_test.go"], run(0), go_report(tmp_path, passed), ONE_WRITE, planted(twins=False))
     assert alone.resolved
     disagree = judge_run(GO, ["x_test.go"], run(1), tmp_path, ONE_WRITE, planted(twins=False))
-    assert not disagree.resolved and disagree.untrusted is not None and "shows no failure" in disagree.untrusted
+    assert (
+        not disagree.resolved and disagree.untrusted is not None and "shows no failure" in disagree.untrusted
+    )
     go_report(tmp_path, {"TestReal": "pass", "TestOther": "fail"})
     lied = judge_run(GO, ["x_test.go"], run(0), tmp_path, ONE_WRITE, planted(twins=False))
     assert lied.tampered is not None and "TestOther did not pass" in lied.tampered
@@ -116,13 +129,14 @@ def test_each_runners_report_is_read(tmp_path: Path) -> None:
     libtest = tmp_path / "libtest.json"
     libtest.write_text(
         '{ "type": "suite", "event": "started", "test_count": 2 }\nnoise from the code\n'
-        '{ "type": "test", "name": "a", "event": "ok" }\n{ "type": "test", "name": "b", "event": "ignored" }\n'
+        '{ "type": "test", "name": "a", "event": "ok" }\n'
+        '{ "type": "test", "name": "b", "event": "ignored" }\n'
     )
     assert read_report("rust", [libtest]).statuses == {"a": TestStatus.PASSED, "b": TestStatus.SKIPPED}
     junit = tmp_path / "junit.xml"
     junit.write_text(
         '<testsuite><testcase name="zero()" classname="T"/><testcase name="many()" classname="T">'
-        "<failure/></testcase><testcase name=\"off()\"><skipped/></testcase></testsuite>"
+        '<failure/></testcase><testcase name="off()"><skipped/></testcase></testsuite>'
     )
     assert read_report("java", [junit]).statuses == {
         "zero": TestStatus.PASSED,
