@@ -32,6 +32,7 @@ from benchmarks.gitops import apply_patch, git_ok, reset_paths
 from benchmarks.graded_diff import drop_test_infrastructure
 from benchmarks.polyglot.languages import RESULTS_DIR, SPECS, LanguageSpec, sandbox_env
 from benchmarks.polyglot.layout import Exercise
+from benchmarks.polyglot.lexer import flavor_of
 from benchmarks.polyglot.twins import Planted, plant_twins
 from benchmarks.polyglot.verdict import Verdict, judge_run
 from benchmarks.pytest_grading import GuardedRun, run_guarded_pytest
@@ -100,7 +101,7 @@ def grade_exercise(
             reason = f"not resolved: tests of `{command}` fail"
         statuses = by_file if trusted else {test: TestStatus.FAILED for test in tests}
     else:
-        planted = plant_twins(spec.name, repo, list(exercise.tests))
+        planted = plant_twins(flavor_of(spec.name), repo, list(exercise.tests))
         make_world_writable(repo)
         run, verdict = _run_with_report(
             task,

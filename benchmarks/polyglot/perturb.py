@@ -59,8 +59,8 @@ def _number(text: str) -> str | None:
         return f"{value - 1 if value > 0 else 1}{match.group(2) or ''}"
     if match := _FLOAT.match(text):
         whole = (match.group(1) or "0").replace("_", "").replace("'", "")
-        value = float(f"{whole}.{match.group(2).replace('_', '').replace(chr(39), '')}")
-        changed = value - 1 if value >= 1 else value + 1
+        number = float(f"{whole}.{match.group(2).replace('_', '').replace(chr(39), '')}")
+        changed = number - 1 if number >= 1 else number + 1
         return f"{changed!r}{match.group(3) or ''}"
     return None  # hexadecimal, exponents: left alone
 

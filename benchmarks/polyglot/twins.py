@@ -138,7 +138,7 @@ def _package_sources(flavor: Flavor, repo: Path, parsed: dict[str, TestFile]) ->
 
 def _sample(candidates: list[_Candidate], count: int) -> list[_Candidate]:
     pool = list(candidates)
-    chosen = []
+    chosen: list[_Candidate] = []
     while pool and len(chosen) < count:
         chosen.append(pool.pop(_random_below(len(pool))))
     return chosen
