@@ -46,7 +46,10 @@ def find_tests(flavor: Flavor, text: str) -> TestFile:
     """The tests of one file; raises LexError when it does not tokenize."""
     tokens = tokenize(text, flavor)
     finder = {"go": _go, "rust": _rust, "java": _java, "javascript": _javascript, "cpp": _cpp}[flavor]
-    return TestFile(text, tokens, finder(tokens))
+    try:
+        return TestFile(text, tokens, finder(tokens))
+    except IndexError as exc:  # a declaration cut off at the end of the file
+        raise LexError(f"the file ends inside a test ({exc})") from exc
 
 
 def string_value(token: Token) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import find_task
+from benchmarks import GradeReport, find_task
 from benchmarks.polyglot import Polyglot
 from sandbox.base import SandboxBackend
 
@@ -40,7 +40,9 @@ def polyglot() -> Polyglot:
     return Polyglot(root=TOOLCHAINS, available_languages=COMPILED)
 
 
-def attack(polyglot: Polyglot, backend: SandboxBackend, image: str, tmp_path: Path, language: str, kind: str):  # type: ignore[no-untyped-def]
+def attack(
+    polyglot: Polyglot, backend: SandboxBackend, image: str, tmp_path: Path, language: str, kind: str
+) -> GradeReport:
     task = find_task(polyglot, task_id(language))
     source = (ATTACKS / f"{kind}_{language}.{SUFFIX[language]}").read_text()
     diff = agent_diff(polyglot, task, tmp_path, write(SOLUTION[language], source))
@@ -79,3 +81,14 @@ def test_a_forged_all_passed_report_is_tampered(
     assert report.tampered is not None, report.reason + "\n" + report.log_tail
     # The twins passed in the forgery, or the runner's own write came on top of it.
     assert "must-fail twin" in report.tampered or "written 2 times" in report.tampered, report.tampered
+
+
+@pytest.mark.docker
+def test_a_forged_jest_report_left_as_the_last_word_is_caught_by_the_twins(
+    polyglot: Polyglot, docker_backend: tuple[SandboxBackend, str], toolchain_image: str, tmp_path: Path
+) -> None:
+    backend, image = docker_backend
+    # The forgery of `forge_javascript.js`, then `process.exit(0)`: jest never writes its own.
+    report = attack(polyglot, backend, image, tmp_path, "javascript", "forgeexit")
+    assert not report.resolved and report.tests_exit_code == 0
+    assert report.tampered is not None and "must-fail twin" in report.tampered, report.reason
