@@ -33,6 +33,7 @@ from benchmarks.graded_diff import drop_test_infrastructure
 from benchmarks.polyglot.languages import RESULTS_DIR, SPECS, LanguageSpec, sandbox_env
 from benchmarks.polyglot.layout import Exercise
 from benchmarks.polyglot.lexer import flavor_of
+from benchmarks.polyglot.reports import report_log
 from benchmarks.polyglot.twins import Planted, plant_twins
 from benchmarks.polyglot.verdict import Verdict, judge_run
 from benchmarks.pytest_grading import GuardedRun, run_guarded_pytest
@@ -83,6 +84,7 @@ def grade_exercise(
     command = " ".join(task.test_command)
     tests = list(task.FAIL_TO_PASS)
     tampered = None
+    report_output = ""
     if exercise.language == "python":
         guarded = _run_python(
             task, exercise, repo, work_dir, backend=backend, image=image, timeout_s=timeout_s
@@ -115,6 +117,8 @@ def grade_exercise(
             work_dir=work_dir,
         )
         passed, tampered = verdict.resolved, verdict.tampered
+        reports = [work_dir / "results" / name for name in spec.reports(list(exercise.tests))]
+        report_output = report_log(spec.name, reports, LOG_TAIL_CHARS)
         reason = _reason(command, verdict, planted)
         statuses = _compiled_statuses(tests, verdict, planted)
     if run.timed_out:
@@ -126,7 +130,7 @@ def grade_exercise(
     extra = sorted(set(dropped) - {*protection.restored, *protection.removed})
     if extra:
         reason += f"; left out of grading as test infrastructure: {', '.join(extra)}"
-    log = run.stdout + ("\n" + run.stderr if run.stderr else "")
+    log = run.stdout + ("\n" + run.stderr if run.stderr else "") + report_output
     return GradeReport(
         instance_id=task.instance_id,
         resolved=passed,
@@ -153,6 +157,8 @@ def _reason(command: str, verdict: Verdict, planted: Planted) -> str:
         reason = f"resolved: the runner's report shows all {count} tests of `{command}` passed"
         if planted.twins:
             reason += f" and its {len(planted.twins)} must-fail twins failed"
+    elif not verdict.statuses:
+        reason = "not resolved: the runner's report shows no test"
     else:
         shown = ", ".join(f"{name} ({verdict.statuses[name].value.lower()})" for name in verdict.failing[:5])
         more = len(verdict.failing) - 5

@@ -25,8 +25,11 @@ _BUILDERS = frozenset(
         "cloned", "map", "chars", "new", "Set", "Map", "Array", "BigInt", "Number", "String",
     }
 )  # fmt: skip
-_INTEGER = re.compile(r"^(\d[\d_']*)([A-Za-z]\w*)?$")
-_FLOAT = re.compile(r"^(\d[\d_']*)?\.(\d[\d_']*)([fFdD]|f32|f64)?$")
+# Type suffixes: Rust's u8..usize, i8..isize, f32, f64; Java's L, F, D; C++'s u, l, ul, ll, f;
+# JavaScript's BigInt n. Hexadecimal, octal, binary and exponents are not matched.
+_SUFFIX = r"(?:[ui](?:8|16|32|64|128|size)|f32|f64|[uU]?[lL]{0,2}|[lL]{1,2}[uU]|[fFdDn])?"
+_INTEGER = re.compile(rf"^(\d[\d_']*)({_SUFFIX})$")
+_FLOAT = re.compile(rf"^(\d[\d_']*)?\.(\d[\d_']*)({_SUFFIX})$")
 _CPP_RAW = re.compile(r'(?:u8|u|U|L)?R"([^(]*)\(')
 _RUST_RAW = re.compile(r'b?r(#*)"')
 _QUOTE = re.compile(r"(?:u8|u|U|L|b)?([\"'`])")
@@ -34,11 +37,17 @@ _ESCAPE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u\{[0-9a-fA-F]+\}|u[0-9a-fA-F]{4}|U[
 
 
 def literal_tokens(tokens: Sequence[Token]) -> list[Token]:
-    return [
-        token
-        for token in tokens
-        if token.kind in ("number", "string") or (token.kind == "ident" and token.text in ("true", "false"))
-    ]
+    """The number, string and boolean literals of an expression, except keys (`"A": 1`): a
+    changed key can collide with another (a compile error in a Go map literal)."""
+    out = []
+    for index, token in enumerate(tokens):
+        literal = token.kind in ("number", "string") or (
+            token.kind == "ident" and token.text in ("true", "false")
+        )
+        key = index + 1 < len(tokens) and tokens[index + 1].text == ":"
+        if literal and not key:
+            out.append(token)
+    return out
 
 
 def perturbed(token: Token, flavor: Flavor) -> str | None:

@@ -220,3 +220,24 @@ _PARSERS: dict[LanguageName, Callable[[bytes, RunnerReport], None]] = {
     "javascript": parse_jest,
     "cpp": parse_catch,
 }
+
+
+def report_log(language: LanguageName, paths: Iterable[Path], limit: int) -> str:
+    """What a report holds of the tests' own output, for the grading's log: Go's output
+    events, libtest's captured output of failed tests, Catch's XML. jest and JUnit's
+    launcher print theirs to the console already. At most `limit` characters (the end)."""
+    parts: list[str] = []
+    for path in paths:
+        try:
+            data = _read(path)
+        except ReportUnreadable:
+            continue
+        if language == "go":
+            parts.extend(str(event.get("Output", "")) for event in _json_lines(data))
+        elif language == "rust":
+            for event in _json_lines(data):
+                if event.get("event") == "failed" and event.get("type") == "test":
+                    parts.append(f"---- {event.get('name')} ----\n{event.get('stdout', '')}\n")
+        elif language == "cpp":
+            parts.append(data.decode(errors="replace"))
+    return "".join(parts)[-limit:]

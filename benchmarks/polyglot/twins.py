@@ -44,6 +44,8 @@ _JS_MATCHERS = frozenset(
 )  # fmt: skip
 _JAVA_ALL_ARGS = frozenset({"containsExactly", "containsExactlyInAnyOrder", "containsOnly"})
 _JAVA_FIRST_ARG = frozenset({"isEqualTo", "hasMessage", "hasSize", "isEqualToIgnoringCase", "isCloseTo"})
+_GO_FAILURES = frozenset({"Fatal", "Fatalf", "Error", "Errorf", "Fail", "FailNow"})
+_GO_ZERO_VALUES = frozenset({'""', "``", "0", "false"})
 _GO_EXPECTED_NAME = re.compile(r"^(want|wanted|expected|expect|exp)\w*$", re.IGNORECASE)
 
 
@@ -345,9 +347,21 @@ def _go_direct_targets(body: list[Token]) -> list[Token]:
                 out.extend(literal_tokens(declared))
         if token.text in ("!=", "==") and 0 < i < len(body) - 2:
             after, beyond = body[i + 1], body[i + 2]
-            if literal_tokens([after]) and beyond.text in ("{", "&&", "||", ")", ";"):
+            if literal_tokens([after]) and beyond.text in ("{", "&&", "||", ")") and _go_fails_in(body, i):
                 out.append(after)
     return out
+
+
+def _go_fails_in(body: list[Token], at: int) -> bool:
+    """Whether the `if` block that follows the comparison at `at` fails the test (a guard
+    that returns early is not an assertion)."""
+    block = next((k for k in range(at, len(body)) if body[k].text == "{"), None)
+    if block is None:
+        return False
+    inside = body[block : matching(body, block) + 1]
+    return any(
+        token.text in _GO_FAILURES and k and inside[k - 1].text == "." for k, token in enumerate(inside)
+    )
 
 
 def _go_table_candidate(
@@ -413,9 +427,16 @@ def _go_table_copy(source: str, table: str, fields: set[str]) -> str | None:
             order = _named_struct_fields(tokens, named)
         close = matching(tokens, j)
         changes: dict[int, str] = {}
+        effective = False
         for element in split_arguments(tokens, j):
-            changes.update(_element_changes(element, fields, order))
-        if not changes:
+            changed = _element_changes(element, fields, order)
+            changes.update(changed)
+            # A zero value is often a placeholder the test ignores (the expected output
+            # of a case that expects an error): it alone does not make the twin fail.
+            effective = effective or any(
+                token.text not in _GO_ZERO_VALUES for token in element if token.start in changed
+            )
+        if not effective:
             return None
         span = tokens[i + 2 : close + 1]
         start, end = span[0].start, span[-1].end
