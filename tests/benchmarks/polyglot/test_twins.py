@@ -195,3 +195,67 @@ def test_literals_change_to_another_value_of_their_type(
 ) -> None:
     (token,) = tokenize(literal, language)
     assert perturbed(token, language) == changed
+
+
+GO_TABLE_TEST = """package x
+
+import "testing"
+
+var cases = []struct {
+	description string
+	input       string
+	expected    map[string]int
+	err         bool
+	verse       string
+}{
+	{description: "a", input: "AB", expected: map[string]int{"A": 1, "B": 0x10}, verse: verseOne},
+	{description: "b", input: "C", expected: nil, err: true, verse: ""},
+}
+
+func TestSolve(t *testing.T) {
+	for _, tc := range cases {
+		got := Solve(tc.input)
+		if len(got) == 0 && len(tc.expected) == 0 {
+			return // a guard, not an assertion
+		}
+		if !reflect.DeepEqual(got, tc.expected) {
+			t.Fatalf("got %v", got)
+		}
+		if Verse(tc.input) != tc.verse {
+			t.Fatal("verse")
+		}
+	}
+}
+"""
+
+
+def test_go_twins_keep_map_keys_hexadecimals_and_guards(tmp_path: Path) -> None:
+    (tmp_path / "x_test.go").write_text(GO_TABLE_TEST)
+    planted = plant_twins("go", tmp_path, ["x_test.go"], count=1)
+    assert [twin.copy_of for twin in planted.twins] == ["TestSolve"]
+    after = (tmp_path / "x_test.go").read_text()
+    twin_table = _inserted(GO_TABLE_TEST, after)
+    assert "func " + planted.twins[0].name in twin_table and "var cases" in twin_table
+    # Keys stay (a changed key could collide: a compile error), the value changes, the hex stays.
+    assert 'map[string]int{"A": 0, "B": 0x10}' in twin_table
+    assert "len(got) == 0 && len(tc.expected) == 0" in twin_table  # a guard is not changed
+    # `verse` is compared too, but "" is only the placeholder of a case that expects an error.
+    assert 'verse: "x"' in twin_table
+
+
+def test_a_go_table_whose_only_change_is_a_placeholder_gets_no_twin(tmp_path: Path) -> None:
+    source = GO_TABLE_TEST.replace('map[string]int{"A": 1, "B": 0x10}', "wantOne").replace(
+        "!reflect.DeepEqual(got, tc.expected)", "false"
+    )
+    (tmp_path / "x_test.go").write_text(source)
+    planted = plant_twins("go", tmp_path, ["x_test.go"], count=1)
+    assert planted.twins == [] and planted.notes == [
+        "no test in x_test.go has an expected value a twin can change"
+    ]
+    assert (tmp_path / "x_test.go").read_text() == source
+
+
+def _inserted(before: str, after: str) -> str:
+    opcodes = difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes()
+    assert all(tag in ("equal", "insert") for tag, *_ in opcodes)
+    return "".join(after[j1:j2] for tag, _, _, j1, j2 in opcodes if tag == "insert")
