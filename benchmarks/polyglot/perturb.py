@@ -156,11 +156,22 @@ def expected_side(
     if len(candidates) == 1 and any(is_computed(side) for side in sides):
         return literal_tokens(candidates[0])
     for side in sides:
-        if len(side) == 1 and side[0].kind == "ident":
+        if len(side) == 1 and side[0].kind == "ident" and only_expected(side[0].text, body):
             declared = declaration(side[0].text, body, side[0].start, flavor)
             if declared and literal_tokens(declared) and not is_computed(declared):
                 return literal_tokens(declared)
     return None
+
+
+def only_expected(name: str, body: Sequence[Token]) -> bool:
+    """Whether the variable `name` appears in `body` only twice (its declaration and one
+    assertion): a variable that is also an input would change on both sides."""
+    uses = [
+        index
+        for index, token in enumerate(body)
+        if token.kind == "ident" and token.text == name and (index == 0 or body[index - 1].text != ".")
+    ]
+    return len(uses) == 2
 
 
 def declaration(name: str, body: Sequence[Token], before: int, flavor: Flavor) -> list[Token] | None:

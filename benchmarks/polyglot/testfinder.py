@@ -40,6 +40,9 @@ class TestFile:
     text: str
     tokens: list[Token]
     tests: list[FoundTest]
+    # Tests the file itself skips, which no un-skipping undoes (jest's `test.skip('title', ...)`,
+    # everything in a `describe.skip`): the runner reports them skipped, by the exercise's choice.
+    skipped: tuple[str, ...] = ()
 
 
 def find_tests(flavor: Flavor, text: str) -> TestFile:
@@ -47,7 +50,8 @@ def find_tests(flavor: Flavor, text: str) -> TestFile:
     tokens = tokenize(text, flavor)
     finder = {"go": _go, "rust": _rust, "java": _java, "javascript": _javascript, "cpp": _cpp}[flavor]
     try:
-        return TestFile(text, tokens, finder(tokens))
+        skipped = _javascript_skipped(tokens) if flavor == "javascript" else ()
+        return TestFile(text, tokens, finder(tokens), skipped)
     except IndexError as exc:  # a declaration cut off at the end of the file
         raise LexError(f"the file ends inside a test ({exc})") from exc
 
@@ -242,3 +246,28 @@ def _cpp(tokens: list[Token]) -> list[FoundTest]:
         name = string_value(tokens[i + 2])
         found.append(FoundTest(name, token.start, tokens[body_close].end, i + 2, close + 1, body_close, -1))
     return found
+
+
+def _javascript_skipped(tokens: list[Token]) -> tuple[str, ...]:
+    titles: list[str] = []
+    for i, token in enumerate(tokens[:-4]):
+        if token.text not in ("test", "it", "describe") or tokens[i + 1].text != ".":
+            continue
+        if tokens[i + 2].text != "skip" or tokens[i + 3].text != "(" or (i and tokens[i - 1].text == "."):
+            continue
+        if token.text != "describe":
+            if tokens[i + 4].kind == "string":
+                titles.append(string_value(tokens[i + 4]))
+            continue
+        close = matching(tokens, i + 3)
+        for k in range(i + 4, close - 2):
+            inner = tokens[k]
+            if (
+                inner.text in ("test", "it")
+                and tokens[k + 1].text in ("(", ".")
+                and tokens[k - 1].text != "."
+            ):
+                title = tokens[k + 2] if tokens[k + 1].text == "(" else tokens[k + 4]
+                if title.kind == "string":
+                    titles.append(string_value(title))
+    return tuple(titles)

@@ -26,6 +26,7 @@ from benchmarks.polyglot.perturb import (
     expected_side,
     is_computed,
     literal_tokens,
+    only_expected,
     perturbed,
     rewrite,
     split_arguments,
@@ -65,6 +66,7 @@ class Planted:
     twins: list[Twin] = field(default_factory=list)
     expected: dict[str, list[str]] = field(default_factory=dict)  # test file -> its real tests
     notes: list[str] = field(default_factory=list)  # why a file got no twin
+    skipped: set[str] = field(default_factory=set)  # tests the shipped files themselves skip
 
     def twin_names(self) -> set[str]:
         return {twin.name for twin in self.twins}
@@ -94,6 +96,7 @@ def plant_twins(flavor: Flavor, repo: Path, test_files: list[str], count: int = 
             planted.notes.append(f"{name} could not be read as {flavor} source: {exc}")
             continue
         planted.expected[name] = [test.name for test in parsed[name].tests]
+        planted.skipped.update(parsed[name].skipped)
     context = _package_sources(flavor, repo, parsed)
     candidates: list[_Candidate] = []
     for name, test_file in parsed.items():
@@ -270,6 +273,8 @@ def _matcher_targets(body: list[Token], opener: str) -> list[Token]:
 
 def _value_literals(argument: list[Token], body: list[Token], flavor: Flavor) -> list[Token]:
     if len(argument) == 1 and argument[0].kind == "ident" and argument[0].text not in ("true", "false"):
+        if not only_expected(argument[0].text, body):
+            return []  # also an input of the code under test: changing it changes both
         declared = declaration(argument[0].text, body, argument[0].start, flavor)
         return literal_tokens(declared) if declared and not is_computed(declared) else []
     return literal_tokens(argument) if not is_computed(argument) else []

@@ -19,7 +19,9 @@ that an honest runner cannot produce is "tampered" (never resolved):
    runner's "tests failed" (a signal, a crash) is "not resolved".
 
 Resolved iff trusted, every test found in the exercise's test files was reported
-passed (skipped is not passed), and every other test the report lists passed too.
+passed (skipped is not passed), and every other test the report lists passed too; only
+a test the shipped file itself skips (jest's `test.skip`, which Aider's benchmark does not
+un-skip either) may be reported skipped.
 """
 
 from __future__ import annotations
@@ -77,7 +79,11 @@ def judge_run(
     statuses = {name: status for name, status in report.statuses.items() if name not in twins}
     for name in (name for names in planted.expected.values() for name in names):
         statuses.setdefault(name, TestStatus.MISSING)
-    failing = [name for name, status in statuses.items() if status is not TestStatus.PASSED]
+    failing = [
+        name
+        for name, status in statuses.items()
+        if status is not TestStatus.PASSED and not (status is TestStatus.SKIPPED and name in planted.skipped)
+    ]
     if run.exit_code == 0:
         if twins:
             return Verdict(False, tampered="the test runner exited 0, although its must-fail twins ran")
