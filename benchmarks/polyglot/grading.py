@@ -153,8 +153,10 @@ def _reason(command: str, verdict: Verdict, planted: Planted) -> str:
     elif verdict.untrusted is not None:
         reason = f"not resolved: {verdict.untrusted}"
     elif verdict.resolved:
-        count = len(verdict.statuses)
+        count = sum(status is TestStatus.PASSED for status in verdict.statuses.values())
         reason = f"resolved: the runner's report shows all {count} tests of `{command}` passed"
+        if skipped := len(verdict.statuses) - count:
+            reason += f" ({skipped} more skipped by the test file itself)"
         if planted.twins:
             reason += f" and its {len(planted.twins)} must-fail twins failed"
     elif not verdict.statuses:
