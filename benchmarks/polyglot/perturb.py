@@ -39,18 +39,20 @@ _ESCAPE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u\{[0-9a-fA-F]+\}|u[0-9a-fA-F]{4}|U[
 def literal_tokens(tokens: Sequence[Token]) -> list[Token]:
     """The number, string and boolean literals of an expression, except those whose change
     would not compile: keys (`"A": 1`, which could collide in a Go map literal), generic
-    arguments (`std::array<int, 3>`) and array lengths in types (Go's `[3]int{...}`)."""
+    arguments (`std::array<int, 3>`) and array lengths in types (Go's `[3]int{...}`, `[2][2]int`)."""
     out = []
     for index, token in enumerate(tokens):
         literal = token.kind in ("number", "string") or (
             token.kind == "ident" and token.text in ("true", "false")
         )
         after = [t.text for t in tokens[index + 1 : index + 3]]
-        kinds = [t.kind for t in tokens[index + 1 : index + 3]]
+        typed = len(tokens) > index + 2 and (
+            tokens[index + 2].kind == "ident" or tokens[index + 2].text == "["
+        )
         before = tokens[index - 1].text if index else ""
         key = after[:1] == [":"]
         generic = token.kind == "number" and after[:1] == [">"]
-        length = token.kind == "number" and before == "[" and after[:1] == ["]"] and kinds[1:] == ["ident"]
+        length = token.kind == "number" and before == "[" and after[:1] == ["]"] and typed
         if literal and not (key or generic or length):
             out.append(token)
     return out
