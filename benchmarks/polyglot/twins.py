@@ -100,7 +100,8 @@ def plant_twins(flavor: Flavor, repo: Path, test_files: list[str], count: int = 
     context = _package_sources(flavor, repo, parsed)
     candidates: list[_Candidate] = []
     for name, test_file in parsed.items():
-        own = [c for test in test_file.tests if (c := _candidate(flavor, name, test_file, test, context))]
+        runnable = [test for test in test_file.tests if test.name not in test_file.skipped]
+        own = [c for test in runnable if (c := _candidate(flavor, name, test_file, test, context))]
         if not own:
             planted.notes.append(f"no test in {name} has an expected value a twin can change")
         candidates.extend(own)

@@ -259,3 +259,34 @@ def _inserted(before: str, after: str) -> str:
     opcodes = difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes()
     assert all(tag in ("equal", "insert") for tag, *_ in opcodes)
     return "".join(after[j1:j2] for tag, _, _, j1, j2 in opcodes if tag == "insert")
+
+
+def test_a_variable_that_is_also_an_input_is_not_changed(tmp_path: Path) -> None:
+    # Changing SUCCESS would change the input and the expected value alike: the twin would pass.
+    (tmp_path / "p.spec.js").write_text(
+        "test('resolves', () => {\n  const SUCCESS = 'success';\n"
+        "  return expect(run(SUCCESS)).resolves.toEqual(SUCCESS);\n});\n"
+    )
+    assert plant_twins("javascript", tmp_path, ["p.spec.js"]).twins == []
+
+
+def test_go_nested_array_lengths_stay(tmp_path: Path) -> None:
+    (tmp_path / "w_test.go").write_text(
+        "package w\n\nfunc TestFind(t *testing.T) {\n"
+        '\twant := map[string][2][2]int{"go": {{1, 2}, {3, 4}}}\n'
+        "\tif got := Find(); !reflect.DeepEqual(got, want) {\n\t\tt.Fatal(got)\n\t}\n}\n"
+    )
+    plant_twins("go", tmp_path, ["w_test.go"], count=1)
+    after = (tmp_path / "w_test.go").read_text()
+    assert 'want := map[string][2][2]int{"go": {{0, 1}, {2, 3}}}' in after
+
+
+def test_tests_a_jest_file_skips_itself_are_listed(tmp_path: Path) -> None:
+    (tmp_path / "r.spec.js").write_text(
+        "test('one', () => {\n  expect(f()).toBe(1);\n});\n"
+        "test.skip(\n  'slow',\n  () => {\n    expect(f()).toBe(2);\n  },\n);\n"
+        "describe.skip('later', () => {\n  it('two', () => {});\n});\n"
+    )
+    planted = plant_twins("javascript", tmp_path, ["r.spec.js"], count=1)
+    assert planted.expected == {"r.spec.js": ["one", "two"]} and planted.skipped == {"slow", "two"}
+    assert [twin.copy_of for twin in planted.twins] == ["one"]

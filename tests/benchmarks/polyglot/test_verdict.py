@@ -171,3 +171,15 @@ def test_reports_that_cannot_be_trusted_to_read_are_refused(tmp_path: Path) -> N
     with pytest.raises(ReportUnreadable, match="not JSON"):
         (tmp_path / "bad.json").write_text("{")
         read_report("javascript", [tmp_path / "bad.json"])
+
+
+def test_only_a_test_the_file_skips_itself_may_be_reported_skipped(tmp_path: Path) -> None:
+    shipped_skip = planted()
+    shipped_skip.skipped = {"TestOther"}
+    outcomes = {"TestReal": "pass", "TestTwin": "fail", "TestOther": "skip"}
+    verdict = judge_run(GO, ["x_test.go"], run(1), go_report(tmp_path, outcomes), ONE_WRITE, shipped_skip)
+    assert verdict.resolved and verdict.statuses["TestOther"] is TestStatus.SKIPPED
+    # Skipped at run time (the code under test aborted it): not passed.
+    outcomes = {"TestReal": "skip", "TestTwin": "fail", "TestOther": "skip"}
+    verdict = judge_run(GO, ["x_test.go"], run(1), go_report(tmp_path, outcomes), ONE_WRITE, shipped_skip)
+    assert not verdict.resolved and verdict.failing == ["TestReal"]
