@@ -21,7 +21,8 @@ that an honest runner cannot produce is "tampered" (never resolved):
 Resolved iff trusted, every test found in the exercise's test files was reported
 passed (skipped is not passed), and every other test the report lists passed too; only
 a test the shipped file itself skips (jest's `test.skip`, which Aider's benchmark does not
-un-skip either) may be reported skipped.
+un-skip either), or a test outside the exercise's test files (satellite's TreeTest, whose
+tests stay @Disabled), may be reported skipped.
 """
 
 from __future__ import annotations
@@ -79,10 +80,12 @@ def judge_run(
     statuses = {name: status for name, status in report.statuses.items() if name not in twins}
     for name in (name for names in planted.expected.values() for name in names):
         statuses.setdefault(name, TestStatus.MISSING)
+    own = {name for names in planted.expected.values() for name in names}
     failing = [
         name
         for name, status in statuses.items()
-        if status is not TestStatus.PASSED and not (status is TestStatus.SKIPPED and name in planted.skipped)
+        if status is not TestStatus.PASSED
+        and not (status is TestStatus.SKIPPED and _may_skip(name, own, planted))
     ]
     if run.exit_code == 0:
         if twins:
@@ -98,6 +101,12 @@ def judge_run(
         return Verdict(False, untrusted=disagree, statuses=statuses)
     resolved = bool(statuses) and not failing
     return Verdict(resolved, statuses=statuses, failing=failing)
+
+
+def _may_skip(name: str, own: set[str], planted: Planted) -> bool:
+    """A skipped test is not a failure when the shipped file skips it itself, or when it is
+    not one of the exercise's test files' (Java's other test classes stay @Disabled)."""
+    return name in planted.skipped or name not in own
 
 
 def _twin_problems(report: RunnerReport, planted: Planted) -> str | None:

@@ -183,3 +183,12 @@ def test_only_a_test_the_file_skips_itself_may_be_reported_skipped(tmp_path: Pat
     outcomes = {"TestReal": "skip", "TestTwin": "fail", "TestOther": "skip"}
     verdict = judge_run(GO, ["x_test.go"], run(1), go_report(tmp_path, outcomes), ONE_WRITE, shipped_skip)
     assert not verdict.resolved and verdict.failing == ["TestReal"]
+
+
+def test_a_skipped_test_outside_the_exercises_test_files_is_no_failure(tmp_path: Path) -> None:
+    outcomes = {**HONEST, "TestHelper": "skip"}  # e.g. Java's other test class, still @Disabled
+    verdict = judge_run(GO, ["x_test.go"], run(1), go_report(tmp_path, outcomes), ONE_WRITE, planted())
+    assert verdict.resolved
+    outcomes = {**HONEST, "TestHelper": "fail"}  # but it must not fail
+    verdict = judge_run(GO, ["x_test.go"], run(1), go_report(tmp_path, outcomes), ONE_WRITE, planted())
+    assert not verdict.resolved and verdict.failing == ["TestHelper"]
