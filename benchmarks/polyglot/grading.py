@@ -156,7 +156,7 @@ def _reason(command: str, verdict: Verdict, planted: Planted) -> str:
         count = sum(status is TestStatus.PASSED for status in verdict.statuses.values())
         reason = f"resolved: the runner's report shows all {count} tests of `{command}` passed"
         if skipped := len(verdict.statuses) - count:
-            reason += f" ({skipped} more skipped by the test file itself)"
+            reason += f" ({skipped} more reported skipped, as the shipped files skip them)"
         if planted.twins:
             reason += f" and its {len(planted.twins)} must-fail twins failed"
     elif not verdict.statuses:
