@@ -51,9 +51,59 @@ def find_tests(flavor: Flavor, text: str) -> TestFile:
     finder = {"go": _go, "rust": _rust, "java": _java, "javascript": _javascript, "cpp": _cpp}[flavor]
     try:
         skipped = _javascript_skipped(tokens) if flavor == "javascript" else ()
-        return TestFile(text, tokens, finder(tokens), skipped)
+        tests = [test for test in finder(tokens) if _compiled(flavor, text, test)]
+        return TestFile(text, tokens, tests, skipped)
     except IndexError as exc:  # a declaration cut off at the end of the file
         raise LexError(f"the file ends inside a test ({exc})") from exc
+
+
+# The one condition grading defines (`-DEXERCISM_RUN_ALL_TESTS=1`); a test under any other
+# (`#if defined(EXERCISM_INCLUDE_BENCHMARK)`) is not compiled.
+_CPP_DEFINED = "EXERCISM_RUN_ALL_TESTS"
+_CPP_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b(.*)$", re.MULTILINE)
+
+
+def _compiled(flavor: Flavor, text: str, test: FoundTest) -> bool:
+    """Whether the test is built at all: Rust's `#[cfg(feature = ...)]` tests and C++ tests
+    under a preprocessor condition other than EXERCISM_RUN_ALL_TESTS are not."""
+    if flavor == "rust":
+        return not any(
+            attribute.startswith("cfg(") and attribute != "cfg(test)" for attribute in test.attributes
+        )
+    if flavor == "cpp":
+        return test.start not in _cpp_excluded(text)
+    return True
+
+
+class _Spans:
+    def __init__(self, spans: list[tuple[int, int]]) -> None:
+        self.spans = spans
+
+    def __contains__(self, offset: object) -> bool:
+        return isinstance(offset, int) and any(start <= offset < end for start, end in self.spans)
+
+
+def _cpp_excluded(text: str) -> _Spans:
+    """Offsets inside `#if` regions whose condition is not just EXERCISM_RUN_ALL_TESTS
+    (and every `#else` branch): code grading does not compile, or may not."""
+    spans: list[tuple[int, int]] = []
+    stack: list[tuple[int, bool]] = []  # (where the region starts, excluded)
+    for match in _CPP_DIRECTIVE.finditer(text):
+        kind, condition = match.group(1), match.group(2)
+        if kind in ("if", "ifdef", "ifndef"):
+            names = set(re.findall(r"[A-Za-z_]\w*", condition)) - {"defined"}
+            stack.append((match.end(), kind == "ifndef" or names != {_CPP_DEFINED}))
+        elif kind in ("elif", "else") and stack:
+            start, excluded = stack.pop()
+            if excluded:
+                spans.append((start, match.start()))
+            stack.append((match.end(), True))
+        elif kind == "endif" and stack:
+            start, excluded = stack.pop()
+            if excluded:
+                spans.append((start, match.start()))
+    spans.extend((start, len(text)) for start, excluded in stack if excluded)
+    return _Spans(spans)
 
 
 def string_value(token: Token) -> str:
