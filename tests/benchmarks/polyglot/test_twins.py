@@ -290,3 +290,19 @@ def test_tests_a_jest_file_skips_itself_are_listed(tmp_path: Path) -> None:
     planted = plant_twins("javascript", tmp_path, ["r.spec.js"], count=1)
     assert planted.expected == {"r.spec.js": ["one", "two"]} and planted.skipped == {"slow", "two"}
     assert [twin.copy_of for twin in planted.twins] == ["one"]
+
+
+def test_tests_that_are_not_built_are_neither_expected_nor_copied() -> None:
+    cpp = find_tests(
+        "cpp",
+        'TEST_CASE("a") { REQUIRE(f() == 1); }\n#if defined(EXERCISM_RUN_ALL_TESTS)\n'
+        'TEST_CASE("b") { REQUIRE(f() == 2); }\n#endif\n#if defined(EXERCISM_INCLUDE_BENCHMARK)\n'
+        'TEST_CASE("benchmark") { REQUIRE(f() == 3); }\n#endif\n',
+    )
+    assert [test.name for test in cpp.tests] == ["a", "b"]
+    rust = find_tests(
+        "rust",
+        '#[test]\nfn a() { assert_eq!(f(), 1); }\n\n#[test]\n#[cfg(feature = "extra")]\n'
+        "fn b() { assert_eq!(f(), 2); }\n",
+    )
+    assert [test.name for test in rust.tests] == ["a"]
