@@ -64,7 +64,7 @@ def test_an_honest_run_resolves(tmp_path: Path) -> None:
             1,
             {"TestReal": "pass", "TestOther": "pass"},
             ONE_WRITE,
-            "never reported, although that file's tests ran",
+            "never reported, although every other test ran",
         ),
         (0, HONEST, ONE_WRITE, "exited 0, although its must-fail twins ran"),
         (1, HONEST, [*ONE_WRITE, Change(REPORT, "close_write")], "created 1 and written 2 times"),
@@ -192,3 +192,11 @@ def test_a_skipped_test_outside_the_exercises_test_files_is_no_failure(tmp_path:
     outcomes = {**HONEST, "TestHelper": "fail"}  # but it must not fail
     verdict = judge_run(GO, ["x_test.go"], run(1), go_report(tmp_path, outcomes), ONE_WRITE, planted())
     assert not verdict.resolved and verdict.failing == ["TestHelper"]
+
+
+def test_a_twin_missing_with_real_tests_is_a_run_cut_short(tmp_path: Path) -> None:
+    # A panic in TestReal ends the Go test binary: TestOther and the twin never run.
+    outcomes = {"TestReal": "fail"}
+    verdict = judge_run(GO, ["x_test.go"], run(1), go_report(tmp_path, outcomes), ONE_WRITE, planted())
+    assert not verdict.resolved and verdict.tampered is None and verdict.untrusted is None
+    assert verdict.failing == ["TestReal", "TestOther"]
