@@ -59,6 +59,9 @@ class Twin:
     name: str  # as the runner reports it
     copy_of: str
     test_file: str
+    # The real tests after it in its file: runners that run a file's tests in order (Go,
+    # jest, Catch) have run the twin before any of these.
+    followed_by: tuple[str, ...] = ()
 
 
 @dataclass
@@ -119,8 +122,10 @@ def plant_twins(flavor: Flavor, repo: Path, test_files: list[str], count: int = 
         reported = twin_name
         if flavor == "rust" and "::" in candidate.test.name:
             reported = candidate.test.name.rsplit("::", 1)[0] + "::" + twin_name
-        planted.twins.append(Twin(reported, candidate.test.name, candidate.test_file))
-        edits.setdefault(candidate.test_file, []).append(_placement(test_file, candidate.test, text))
+        offset, insert = _placement(test_file, candidate.test, text)
+        later = tuple(test.name for test in test_file.tests if test.start >= offset)
+        planted.twins.append(Twin(reported, candidate.test.name, candidate.test_file, later))
+        edits.setdefault(candidate.test_file, []).append((offset, insert))
     for name, inserts in edits.items():
         text = parsed[name].text
         for offset, insert in sorted(inserts, key=lambda item: item[0], reverse=True):

@@ -27,7 +27,7 @@ ONE_WRITE = [Change(REPORT, "create"), Change(REPORT, "modify"), Change(REPORT, 
 
 def planted(twins: bool = True) -> Planted:
     return Planted(
-        twins=[Twin("TestTwin", "TestReal", "x_test.go")] if twins else [],
+        twins=[Twin("TestTwin", "TestReal", "x_test.go", ("TestOther",))] if twins else [],
         expected={"x_test.go": ["TestReal", "TestOther"]},
     )
 
@@ -64,7 +64,7 @@ def test_an_honest_run_resolves(tmp_path: Path) -> None:
             1,
             {"TestReal": "pass", "TestOther": "pass"},
             ONE_WRITE,
-            "never reported, although every other test ran",
+            "never reported, although 'TestOther', which runs after it",
         ),
         (0, HONEST, ONE_WRITE, "exited 0, although its must-fail twins ran"),
         (1, HONEST, [*ONE_WRITE, Change(REPORT, "close_write")], "created 1 and written 2 times"),
@@ -195,7 +195,7 @@ def test_a_skipped_test_outside_the_exercises_test_files_is_no_failure(tmp_path:
 
 
 def test_a_twin_missing_with_real_tests_is_a_run_cut_short(tmp_path: Path) -> None:
-    # A panic in TestReal ends the Go test binary: TestOther and the twin never run.
+    # A panic in TestReal ends the Go test binary: the twin and TestOther (after it) never run.
     outcomes = {"TestReal": "fail"}
     verdict = judge_run(GO, ["x_test.go"], run(1), go_report(tmp_path, outcomes), ONE_WRITE, planted())
     assert not verdict.resolved and verdict.tampered is None and verdict.untrusted is None
