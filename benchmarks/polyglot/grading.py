@@ -9,10 +9,15 @@ the repository bind-mounted. All of these are listed as dropped for grading.
 Python runs under the pytest grader's guards (`pytest_grading.run_guarded_pytest`: the
 test-infrastructure rules of `graded_diff.py`, canaries, the results plugin, exit status
 and one-write checks): resolved iff that run is trusted and every test of the exercise's
-test files passed. The other languages are resolved iff the command exits 0 in time;
-there the restored test and build files (`package.json`, `Cargo.toml`, `CMakeLists.txt`,
-`go.mod`, ...) and removed runner files (`*_test.go`, `build.rs`, `jest.config.*`, ...)
-are the guard, as the hidden tests themselves are restored.
+test files passed.
+
+The other languages are never resolved by an exit code alone: must-fail twins are
+planted among the restored tests (`twins.py`), the test command writes its runner's own
+structured report into a fresh results folder that the host watches (`languages.py`,
+`reports.py`), and `verdict.py` decides from the report, the twins and the exit status
+together. The restored test and build files (`package.json`, `Cargo.toml`,
+`CMakeLists.txt`, `go.mod`, ...) and removed runner files (`*_test.go`, `build.rs`,
+`jest.config.*`, ...) keep the hidden tests and the runner as shipped.
 """
 
 from __future__ import annotations
@@ -25,9 +30,14 @@ from pydantic import BaseModel
 from benchmarks.base import GradeReport, Task, TestGroupResult, TestStatus, unapplied
 from benchmarks.gitops import apply_patch, git_ok, reset_paths
 from benchmarks.graded_diff import drop_test_infrastructure
-from benchmarks.polyglot.languages import SPECS, LanguageSpec, sandbox_env
+from benchmarks.polyglot.languages import RESULTS_DIR, SPECS, LanguageSpec, sandbox_env
 from benchmarks.polyglot.layout import Exercise
+from benchmarks.polyglot.lexer import flavor_of
+from benchmarks.polyglot.reports import report_log
+from benchmarks.polyglot.twins import Planted, plant_twins
+from benchmarks.polyglot.verdict import Verdict, judge_run
 from benchmarks.pytest_grading import GuardedRun, run_guarded_pytest
+from benchmarks.write_watch import WriteWatch
 from sandbox.base import LABEL_PREFIX, ExecResult, Mount, SandboxBackend, SandboxSpec
 from sandbox.ownership import make_world_writable
 
@@ -74,6 +84,7 @@ def grade_exercise(
     command = " ".join(task.test_command)
     tests = list(task.FAIL_TO_PASS)
     tampered = None
+    report_output = ""
     if exercise.language == "python":
         guarded = _run_python(
             task, exercise, repo, work_dir, backend=backend, image=image, timeout_s=timeout_s
@@ -92,13 +103,24 @@ def grade_exercise(
             reason = f"not resolved: tests of `{command}` fail"
         statuses = by_file if trusted else {test: TestStatus.FAILED for test in tests}
     else:
-        run = _run_tests(task, repo, spec, backend=backend, image=image, timeout_s=timeout_s)
-        passed = run.exit_code == 0 and not run.timed_out
-        if passed:
-            reason = f"resolved: `{command}` exits 0"
-        else:
-            reason = f"not resolved: `{command}` exits with code {run.exit_code}"
-        statuses = {test: TestStatus.PASSED if passed else TestStatus.FAILED for test in tests}
+        planted = plant_twins(flavor_of(spec.name), repo, list(exercise.tests))
+        make_world_writable(repo)
+        run, verdict = _run_with_report(
+            task,
+            exercise,
+            repo,
+            spec,
+            planted,
+            backend=backend,
+            image=image,
+            timeout_s=timeout_s,
+            work_dir=work_dir,
+        )
+        passed, tampered = verdict.resolved, verdict.tampered
+        reports = [work_dir / "results" / name for name in spec.reports(list(exercise.tests))]
+        report_output = report_log(spec.name, reports, LOG_TAIL_CHARS)
+        reason = _reason(command, verdict, planted)
+        statuses = _compiled_statuses(tests, verdict, planted)
     if run.timed_out:
         reason = f"not resolved: the tests timed out after {timeout_s:g}s"
     if protection.restored:
@@ -108,7 +130,7 @@ def grade_exercise(
     extra = sorted(set(dropped) - {*protection.restored, *protection.removed})
     if extra:
         reason += f"; left out of grading as test infrastructure: {', '.join(extra)}"
-    log = run.stdout + ("\n" + run.stderr if run.stderr else "")
+    log = run.stdout + ("\n" + run.stderr if run.stderr else "") + report_output
     return GradeReport(
         instance_id=task.instance_id,
         resolved=passed,
@@ -123,6 +145,47 @@ def grade_exercise(
         dropped_for_grading=dropped,
         tampered=tampered,
     )
+
+
+def _reason(command: str, verdict: Verdict, planted: Planted) -> str:
+    if verdict.tampered is not None:
+        reason = f"tampered: {verdict.tampered}"
+    elif verdict.untrusted is not None:
+        reason = f"not resolved: {verdict.untrusted}"
+    elif verdict.resolved:
+        count = sum(status is TestStatus.PASSED for status in verdict.statuses.values())
+        reason = f"resolved: the runner's report shows all {count} tests of `{command}` passed"
+        if skipped := len(verdict.statuses) - count:
+            reason += f" ({skipped} more reported skipped, as the shipped files skip them)"
+        if planted.twins:
+            reason += f" and its {len(planted.twins)} must-fail twins failed"
+    elif not verdict.statuses:
+        reason = "not resolved: the runner's report shows no test"
+    else:
+        shown = ", ".join(f"{name} ({verdict.statuses[name].value.lower()})" for name in verdict.failing[:5])
+        more = len(verdict.failing) - 5
+        reason = f"not resolved: tests of `{command}` did not pass: {shown}"
+        reason += f" and {more} more" if more > 0 else ""
+    if not planted.twins:
+        notes = "; ".join(planted.notes) or "no test file to plant it in"
+        reason += f"; no twin could be planted ({notes}): the verdict rests on the runner's report alone"
+    return reason
+
+
+def _compiled_statuses(tests: list[str], verdict: Verdict, planted: Planted) -> dict[str, TestStatus]:
+    """Each test file's status (FAIL_TO_PASS names the files) and each of its tests' as
+    `file::test`; every file FAILED when the run is not trusted."""
+    trusted = verdict.tampered is None and verdict.untrusted is None
+    out: dict[str, TestStatus] = {}
+    for test_file in tests:
+        ok = trusted and verdict.resolved
+        out[test_file] = TestStatus.PASSED if ok else TestStatus.FAILED
+    if not trusted:
+        return out
+    owner = {name: test_file for test_file, names in planted.expected.items() for name in names}
+    for name, status in verdict.statuses.items():
+        out[f"{owner.get(name, tests[0])}::{name}"] = status
+    return out
 
 
 def _file_statuses(test_files: list[str], statuses: dict[str, TestStatus]) -> dict[str, TestStatus]:
@@ -191,14 +254,38 @@ def _run_python(
     )
 
 
-def _run_tests(
-    task: Task, repo: Path, spec: LanguageSpec, *, backend: SandboxBackend, image: str, timeout_s: float
-) -> ExecResult:
-    sandbox = backend.start(_grading_spec(task, repo, image))
-    try:
-        return sandbox.exec(task.test_command, timeout_s=timeout_s, env=sandbox_env(spec), cwd=task.repo_path)
-    finally:
-        sandbox.close()
+def _run_with_report(
+    task: Task,
+    exercise: Exercise,
+    repo: Path,
+    spec: LanguageSpec,
+    planted: Planted,
+    *,
+    backend: SandboxBackend,
+    image: str,
+    timeout_s: float,
+    work_dir: Path,
+) -> tuple[ExecResult, Verdict]:
+    """Run the graded command with a fresh, watched results folder mounted; judge what it left."""
+    assert spec.graded_command is not None
+    tests = list(exercise.tests)
+    results = work_dir / "results"
+    results.mkdir()
+    make_world_writable(results)  # the sandbox user owns none of these host files
+    base = _grading_spec(task, repo, image)
+    graded = base.model_copy(
+        update={"mounts": [*base.mounts, Mount(source=results, target=RESULTS_DIR, read_only=False)]}
+    )
+    with WriteWatch(results) as watch:
+        sandbox = backend.start(graded)
+        try:
+            run = sandbox.exec(
+                spec.graded_command(tests), timeout_s=timeout_s, env=sandbox_env(spec), cwd=task.repo_path
+            )
+        finally:
+            sandbox.close()  # every process it left is gone before the folder is judged
+        changes = watch.changes()
+    return run, judge_run(spec, tests, run, results, changes, planted)
 
 
 def _paths(output: str) -> set[str]:

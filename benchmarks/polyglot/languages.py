@@ -11,6 +11,7 @@ image (`image.py`).
 from __future__ import annotations
 
 import re
+import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,14 +56,63 @@ _JAVA_CLASSPATH = ":".join(
         "apiguardian-api", "assertj-core", "byte-buddy", "com.android.json",
     )
 )  # fmt: skip
+# Where the grading command writes the runner's structured report (a host folder, watched).
+RESULTS_DIR = "/clade/results"
 _JAVA_TEST_SCRIPT = (
     "set -e; out=/tmp/java-build; rm -rf $out; "
     f"cp={_JAVA_CLASSPATH}; "
     'javac -encoding UTF-8 -nowarn -d $out/main -cp "$cp" $(find src/main/java -name "*.java"); '
     'javac -encoding UTF-8 -nowarn -d $out/test -cp "$out/main:$cp" $(find src/test/java -name "*.java"); '
     f"exec java -jar {_JAVA_JARS}/junit-platform-console-standalone.jar execute --disable-banner "
-    '--details=tree --fail-if-no-tests -cp "$out/main:$out/test:$cp" --scan-classpath $out/test'
+    "--details=tree --fail-if-no-tests --include-engine=junit-jupiter "
+    '-cp "$out/main:$out/test:$cp" --scan-classpath $out/test'
 )
+JAVA_REPORT = "TEST-junit-jupiter.xml"  # the console launcher's legacy XML, one file per engine
+GO_REPORT = "go-test.json"
+JEST_REPORT = "jest.json"
+_JEST_REPORT_ARGS = ("--json", f"--outputFile={RESULTS_DIR}/{JEST_REPORT}")
+CATCH_REPORT = "catch.xml"
+# Cargo runs the test binaries through this runner: libtest's JSON format is unstable, and
+# RUSTC_BOOTSTRAP in the binary's environment (not the compiler's) is what allows it on stable.
+_CARGO_RUNNER = "--config \"target.'cfg(all())'.runner = ['env', 'RUSTC_BOOTSTRAP=1']\""
+
+
+def _go_graded(tests: list[str]) -> list[str]:
+    return [
+        "sh",
+        "-c",
+        f"cp -R {GO_CACHE} /tmp/go-cache && exec go test -count=1 -json ./... > {RESULTS_DIR}/{GO_REPORT}",
+    ]
+
+
+def rust_reports(tests: list[str]) -> list[str]:
+    return [f"libtest-{index}.json" for index, _ in enumerate(tests)]
+
+
+def _rust_target(test_file: str) -> str:
+    return test_file.rsplit("/", 1)[-1].removesuffix(".rs")
+
+
+def _rust_graded(tests: list[str]) -> list[str]:
+    # One cargo run per test target, each into its own report: libtest's events do not
+    # say which binary they come from. The agent's own unit tests (in src/) do not run.
+    runs = [
+        f"cargo test --offline --no-fail-fast {_CARGO_RUNNER} --test {shlex.quote(_rust_target(test))} "
+        f"-- --include-ignored -Z unstable-options --format json > {RESULTS_DIR}/{report} || rc=$?"
+        for test, report in zip(tests, rust_reports(tests), strict=True)
+    ]
+    return ["sh", "-c", "rc=0; " + "; ".join(runs) + "; exit $rc"]
+
+
+def _cpp_graded(tests: list[str]) -> list[str]:
+    # Only the test binary is built (not the CMakeLists' step that runs it without a
+    # reporter); then it runs with Catch's XML reporter. Its target is named after the folder.
+    return [
+        "sh",
+        "-c",
+        'ex="$(basename "$PWD")"; cmake -S . -B /tmp/build -G \'Unix Makefiles\' -DEXERCISM_RUN_ALL_TESTS=1 '
+        '&& make -C /tmp/build "$ex" && exec "/tmp/build/$ex" -r xml -o ' + f"{RESULTS_DIR}/{CATCH_REPORT}",
+    ]
 
 
 @dataclass(frozen=True)
@@ -77,6 +127,12 @@ class LanguageSpec:
     # Top-level modules the agent may not add (they would shadow the runner's own modules).
     shadowed: frozenset[str] = frozenset()
     unskip: Callable[[str], str] | None = None  # applied to the restored test files
+    # Grading's command: as `command`, but the runner writes its structured report (the
+    # files `reports` names) into RESULTS_DIR. None: graded another way (Python's pytest).
+    graded_command: Callable[[list[str]], list[str]] | None = None
+    reports: Callable[[list[str]], list[str]] = lambda tests: []
+    # The runner's exit codes when some tests failed (an honest run's, as the twins fail).
+    failed_exit_codes: frozenset[int] = frozenset({1})
     # What the toolchain image (`image.py`) installs for this language: Debian packages,
     # and npm packages installed on the host.
     debian_packages: tuple[str, ...] = ()
@@ -135,6 +191,8 @@ SPECS: dict[LanguageName, LanguageSpec] = {
                 "node_modules/*",
             ),
             unskip=_unskip_javascript,
+            graded_command=lambda tests: ["npm", "test", "--offline", "--", *_JEST_REPORT_ARGS],
+            reports=lambda tests: [JEST_REPORT],
             debian_packages=("nodejs",),
             # What the Exercism track's package.json needs to run `jest` (not its linters),
             # and npm itself: Debian's npm does not install in a debootstrap.
@@ -154,6 +212,8 @@ SPECS: dict[LanguageName, LanguageSpec] = {
             command=lambda tests: ["sh", "-c", f"cp -R {GO_CACHE} /tmp/go-cache && exec go test ./..."],
             env={"GOCACHE": "/tmp/go-cache", "GOPATH": "/tmp/go", "GOPROXY": "off", "GOTOOLCHAIN": "local"},
             runner_files=("*_test.go", "go.mod", "go.work", "vendor/*"),
+            graded_command=_go_graded,
+            reports=lambda tests: [GO_REPORT],
             debian_packages=("golang-go",),
         ),
         LanguageSpec(
@@ -162,6 +222,9 @@ SPECS: dict[LanguageName, LanguageSpec] = {
             command=lambda tests: ["cargo", "test", "--offline", "--", "--include-ignored"],
             env={"CARGO_TARGET_DIR": "/tmp/cargo-target"},
             runner_files=("tests/*", "build.rs", ".cargo/*", "Cargo.toml", "Cargo.lock"),
+            graded_command=_rust_graded,
+            reports=rust_reports,
+            failed_exit_codes=frozenset({101}),  # cargo's, when a test binary failed
             # The crates the exercises' Cargo.toml and .meta/Cargo-example.toml use.
             debian_packages=("cargo", "rustc", *(f"librust-{crate}-dev" for crate in _RUST_CRATES)),
         ),
@@ -173,6 +236,8 @@ SPECS: dict[LanguageName, LanguageSpec] = {
             command=lambda tests: ["sh", "-c", _JAVA_TEST_SCRIPT],
             runner_files=("src/test/*", "*.gradle", "*.gradle.kts", "gradle.properties", "gradle/*"),
             unskip=_unskip_java,
+            graded_command=lambda tests: ["sh", "-c", f"{_JAVA_TEST_SCRIPT} --reports-dir {RESULTS_DIR}"],
+            reports=lambda tests: [JAVA_REPORT],
             # JUnit 5's console launcher instead of Gradle; org.json for rest-api.
             debian_packages=(
                 "openjdk-21-jdk-headless",
@@ -192,6 +257,10 @@ SPECS: dict[LanguageName, LanguageSpec] = {
                 "&& make -C /tmp/build",
             ],
             runner_files=("CMakeLists.txt", "*.cmake", "test/*"),
+            graded_command=_cpp_graded,
+            reports=lambda tests: [CATCH_REPORT],
+            # Catch exits with the number of failed test cases; above 127, a signal.
+            failed_exit_codes=frozenset(range(1, 128)),
             # gigasecond and meetup build against Boost.Date_Time.
             debian_packages=("cmake", "make", "g++", "libboost-date-time-dev"),
         ),

@@ -13,7 +13,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from benchmarks import find_task
+from benchmarks import TestStatus, find_task
 from benchmarks.polyglot import Polyglot
 from benchmarks.polyglot.image import PolyglotImageRecipe, ensure_polyglot_image, polyglot_image_tag
 from benchmarks.polyglot.languages import SPECS, LanguageName
@@ -133,8 +133,19 @@ def test_gold_resolves_and_stub_does_not_in_the_toolchain_image(
     task = find_task(polyglot, task_id(language))
     gold = polyglot.grade(task, task.patch, backend, base_image, 300)
     assert gold.resolved, gold.reason + "\n" + gold.log_tail
+    # Resolved by the runner's report, with the twins failing (so the runner exits non-zero).
+    assert gold.tampered is None and "must-fail twins failed" in gold.reason
+    assert gold.tests_exit_code not in (0, None)
+    test_file = task.FAIL_TO_PASS[0]
+    per_test = {name: status for name, status in gold.test_statuses.items() if "::" in name}
+    assert len(per_test) == (1 if language == "go" else 3)  # Go's one table-driven test
+    assert (
+        set(per_test.values()) == {TestStatus.PASSED} and gold.test_statuses[test_file] is TestStatus.PASSED
+    )
     empty = polyglot.grade(task, "", backend, base_image, 300)
     assert not empty.resolved and empty.tests_exit_code not in (0, None), empty.log_tail
+    assert empty.tampered is None and empty.reason.startswith("not resolved: tests of"), empty.reason
+    assert empty.test_statuses[test_file] is TestStatus.FAILED
 
 
 @pytest.mark.docker
