@@ -61,7 +61,7 @@ def can_loop_mount() -> bool:
     return (
         os.geteuid() == 0
         and Path("/dev/loop-control").exists()
-        and all(shutil.which(tool) for tool in ("mkfs.ext4", "mount", "umount"))
+        and all(shutil.which(tool) for tool in ("mkfs.ext4", "mount", "umount", "losetup"))
         and engine_shares_our_mounts()
     )
 
@@ -198,6 +198,7 @@ class LimitedDisk:
             self._unmount()
             self._mounted = False
         if self._image is not None:
+            _detach_loops(self._image)
             self._image.unlink(missing_ok=True)
 
     def __enter__(self) -> LimitedDisk:
@@ -218,6 +219,23 @@ class LimitedDisk:
             time.sleep(0.1)
         log.warning("%s is busy; detaching it lazily: %s", self.path, done.stderr.strip())
         _run(["umount", "-l", str(self.path)])
+
+
+def _detach_loops(image: Path, wait_s: float = 10.0) -> None:
+    """Let go of the loop devices backing `image`. Unmounting frees an autoclear device only
+    asynchronously (later still on a busy machine), so detach what is left and wait, within
+    `wait_s`, until none is listed: a worker that makes a disk per sandbox must not run out."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        listed = subprocess.run(["losetup", "-j", str(image)], capture_output=True, text=True, check=False)
+        devices = [line.split(":", 1)[0] for line in listed.stdout.splitlines() if line.strip()]
+        if not devices or time.monotonic() > deadline:
+            if devices:
+                log.warning("loop devices %s of %s are still attached", ", ".join(devices), image)
+            return
+        for device in devices:  # gone meanwhile is fine: the kernel's autoclear got there first
+            subprocess.run(["losetup", "-d", device], capture_output=True, check=False)
+        time.sleep(0.05)
 
 
 class GrowthWatch:

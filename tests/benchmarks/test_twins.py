@@ -50,7 +50,7 @@ def flag(value):
     return value > 0
 """
 
-# One test per perturbation kind: (source, the kind it must get).
+# One test per perturbation kind: (source, the kind it must get; `a|b`: one of them).
 KINDS = {
     "int": ("def test_area():\n    assert area(2, 3) == 6\n", "int"),
     "negative": ("def test_area_negative():\n    assert area(-2, 3) == -6\n", "int"),
@@ -66,7 +66,8 @@ KINDS = {
     "empty": ("def test_empty():\n    assert empty() == []\n", "empty"),
     "bool": ("def test_flag():\n    assert flag(2) is True\n", "bool"),
     "truth": ("def test_flag_truth():\n    assert flag(3)\n", "truth"),
-    "dict-element": ("def test_pair_k():\n    assert pair(1)[3] == {'k': 2}\n", "int"),
+    # A one-entry dict either loses its entry or has its value changed: both ways are drawn.
+    "dict-element": ("def test_pair_k():\n    assert pair(1)[3] == {'k': 2}\n", "drop|int"),
     "unittest-equal": (
         "import unittest\n\n\nclass AreaTest(unittest.TestCase):\n"
         "    def test_area(self):\n        self.assertEqual(area(2, 2), 4)\n",
@@ -130,7 +131,7 @@ def twinned_folder(tmp_path: Path, source: str, count: int = 1) -> tuple[list[Tw
 def test_each_perturbation_makes_the_gold_fail_its_twin(tmp_path: Path, case: str) -> None:
     source, kind = KINDS[case]
     twins, text = twinned_folder(tmp_path, source)
-    assert [twin.kind for twin in twins] == [kind], text
+    assert len(twins) == 1 and twins[0].kind in kind.split("|"), text
     ast.parse(text)
     outcomes = run_pytest(tmp_path, "test_sample.py")
     twin = twins[0]
