@@ -37,7 +37,9 @@ def false_equality() -> FalseEquality:
     return FalseEquality(left, right, claimed)
 
 
-def fallback_text(flavor: Flavor, test_file: TestFile, anchor: FoundTest, name: str, claim: FalseEquality) -> str:
+def fallback_text(
+    flavor: Flavor, test_file: TestFile, anchor: FoundTest, name: str, claim: FalseEquality
+) -> str:
     """The fallback test's source (without leading indentation on its first line), shaped
     like `anchor`, a test of the same file and scope."""
     outer = _line_indent(test_file.text, anchor.start)
@@ -55,9 +57,12 @@ def fallback_text(flavor: Flavor, test_file: TestFile, anchor: FoundTest, name: 
             f"{inner}}}\n{outer}}}"
         )
     if flavor == "rust":
-        return f"#[test]\n{outer}fn {name}() {{\n{inner}assert_eq!({claim.expression}, {claim.product});\n{outer}}}"
+        check = f"assert_eq!({claim.expression}, {claim.product});"
+        return f"#[test]\n{outer}fn {name}() {{\n{inner}{check}\n{outer}}}"
     if flavor == "java":
-        annotation = "@Test" if re.search(r"^\s*@Test\b", text, re.MULTILINE) else "@org.junit.jupiter.api.Test"
+        annotation = (
+            "@Test" if re.search(r"^\s*@Test\b", text, re.MULTILINE) else "@org.junit.jupiter.api.Test"
+        )
         if "org.assertj" in text:
             check = f"assertThat({claim.expression}).isEqualTo({claim.product});"
         elif re.search(r"\bassertEquals\b", text):
@@ -70,7 +75,8 @@ def fallback_text(flavor: Flavor, test_file: TestFile, anchor: FoundTest, name: 
     if flavor == "javascript":
         first = next((token.text for token in tokens if token.start == anchor.start), "test")
         callee = first if first in ("test", "it") else "test"
-        return f"{callee}({title}, () => {{\n{inner}expect({claim.expression}).toEqual({claim.product});\n{outer}}});"
+        check = f"expect({claim.expression}).toEqual({claim.product});"
+        return f"{callee}({title}, () => {{\n{inner}{check}\n{outer}}});"
     return f"TEST_CASE({title}) {{\n{inner}REQUIRE({claim.expression} == {claim.product});\n{outer}}}"
 
 

@@ -71,7 +71,9 @@ class Twin:
     def label(self) -> str:
         if self.fallback is not None:
             return f"the must-fail fallback test {self.name!r} (it asserts {self.fallback})"
-        return f"the must-fail twin {self.name!r} (a copy of {self.copy_of!r} with its expected value changed)"
+        return (
+            f"the must-fail twin {self.name!r} (a copy of {self.copy_of!r} with its expected value changed)"
+        )
 
 
 @dataclass

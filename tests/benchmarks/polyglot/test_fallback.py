@@ -28,10 +28,13 @@ from .untwinnable import REAL_TESTS, TEST_FILE, untwinnable_root
 __all__ = ["toolchain_image"]  # the fixture, shared with test_toolchains
 CLAIM = re.compile(r"(\d+) \* (\d+) == (-?\d+)$")
 IDIOM = {
-    "go": r"func (Test\w+)\(t \*testing\.T\) \{\n\tif got := (\d+) \* (\d+); got != (\d+) \{\n\t\tt\.Fatalf\(",
+    "go": r"func (Test\w+)\(t \*testing\.T\) \{\n"
+    r"\tif got := (\d+) \* (\d+); got != (\d+) \{\n\t\tt\.Fatalf\(",
     "rust": r"#\[test\]\nfn (\w+)\(\) \{\n    assert_eq!\((\d+) \* (\d+), (\d+)\);\n\}",
-    "java": r"    @Test\n    public void (\w+)\(\) \{\n        assertThat\((\d+) \* (\d+)\)\.isEqualTo\((\d+)\);\n    \}",
-    "javascript": r"  test\('([a-z ]+)', \(\) => \{\n    expect\((\d+) \* (\d+)\)\.toEqual\((\d+)\);\n  \}\);",
+    "java": r"    @Test\n    public void (\w+)\(\) \{\n"
+    r"        assertThat\((\d+) \* (\d+)\)\.isEqualTo\((\d+)\);\n    \}",
+    "javascript": r"  test\('([a-z ]+)', \(\) => \{\n"
+    r"    expect\((\d+) \* (\d+)\)\.toEqual\((\d+)\);\n  \}\);",
     "cpp": r'TEST_CASE\("([a-z ]+)"\) \{\n    REQUIRE\((\d+) \* (\d+) == (\d+)\);\n\}',
 }
 
@@ -92,12 +95,18 @@ def test_fallback_names_and_positions_vary(language: LanguageName, tmp_path: Pat
     assert len(names) >= 8 and positions == {0, 1, 2}
 
 
+JUNIT_IMPORTS = (
+    "import static org.junit.jupiter.api.Assertions.assertEquals;\n"
+    "import static org.junit.jupiter.api.Assertions.assertTrue;"
+)
+
+
 def test_java_fallback_uses_junit_assert_equals_when_the_file_does(tmp_path: Path) -> None:
     repo = untwinnable_repo("java", tmp_path)
     path = repo / TEST_FILE["java"]
     junit = (
         path.read_text()
-        .replace("import static org.assertj.core.api.Assertions.assertThat;", "import static org.junit.jupiter.api.Assertions.assertEquals;\nimport static org.junit.jupiter.api.Assertions.assertTrue;")
+        .replace("import static org.assertj.core.api.Assertions.assertThat;", JUNIT_IMPORTS)
         .replace("assertThat(", "assertTrue(").replace(").isTrue()", ")")
     )  # fmt: skip
     path.write_text(junit)
@@ -127,14 +136,21 @@ def test_a_file_without_tests_gets_no_fallback(tmp_path: Path) -> None:
 def _compile(language: LanguageName, repo: Path) -> subprocess.CompletedProcess[str]:
     test_file = repo / TEST_FILE[language]
     if language == "rust":
-        source = test_file.read_text().replace(
-            "use digit_sum::*;", "fn digit_sum(n: u64) -> u64 { n.to_string().bytes().map(|b| u64::from(b - b'0')).sum() }"
-        )  # fmt: skip
+        solution = "fn digit_sum(n: u64) -> u64 { n.to_string().bytes().map(|b| u64::from(b - b'0')).sum() }"
+        source = test_file.read_text().replace("use digit_sum::*;", solution)
         crate = repo / "standalone.rs"
         crate.write_text(source)
         command = ["rustc", "--test", "--edition", "2021", "-o", str(repo / "standalone"), str(crate)]
     elif language == "cpp":
-        command = ["g++", "-std=c++17", "-fsyntax-only", "-DEXERCISM_RUN_ALL_TESTS=1", "-I", str(repo), str(test_file)]
+        command = [
+            "g++",
+            "-std=c++17",
+            "-fsyntax-only",
+            "-DEXERCISM_RUN_ALL_TESTS=1",
+            "-I",
+            str(repo),
+            str(test_file),
+        ]
     else:
         module = repo / "spec.mjs"
         module.write_text(test_file.read_text())
@@ -149,7 +165,11 @@ def test_the_fallback_compiles(language: LanguageName, tmp_path: Path) -> None:
     assert built.returncode == 0, built.stderr + "\n" + after
     if language == "rust":  # and it is the one test that fails
         ran = subprocess.run(
-            [str(repo / "standalone"), "--include-ignored"], capture_output=True, text=True, timeout=120, check=False
+            [str(repo / "standalone"), "--include-ignored"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
         assert ran.returncode == 101
         assert f"{planted.twins[0].name} ... FAILED" in ran.stdout and "2 passed; 1 failed" in ran.stdout
@@ -157,7 +177,9 @@ def test_the_fallback_compiles(language: LanguageName, tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def untwinnable(tmp_path_factory: pytest.TempPathFactory) -> Polyglot:
-    return Polyglot(root=untwinnable_root(tmp_path_factory.mktemp("untwinnable") / "root"), available_languages=COMPILED)
+    return Polyglot(
+        root=untwinnable_root(tmp_path_factory.mktemp("untwinnable") / "root"), available_languages=COMPILED
+    )
 
 
 @pytest.mark.docker
@@ -192,7 +214,9 @@ def test_a_forged_all_passed_report_is_tampered_with_a_fallback(
     report = untwinnable.grade(task, diff, backend, image, 300)
     assert not report.resolved and report.tampered is not None, report.reason + "\n" + report.log_tail
     # The fallback passed in the forgery, or jest's own write came on top of it.
-    assert "must-fail fallback test" in report.tampered or "written 2 times" in report.tampered, report.tampered
+    assert "must-fail fallback test" in report.tampered or "written 2 times" in report.tampered, (
+        report.tampered
+    )
 
 
 @pytest.mark.docker
@@ -202,6 +226,12 @@ def test_a_forged_jest_report_left_as_the_last_word_is_caught_by_the_fallback(
     backend, image = docker_backend
     task = find_task(untwinnable, task_id("javascript"))
     source = (ATTACKS / "forgeexit_javascript.js").read_text()
-    report = untwinnable.grade(task, agent_diff(untwinnable, task, tmp_path, write(SOLUTION["javascript"], source)), backend, image, 300)
+    report = untwinnable.grade(
+        task,
+        agent_diff(untwinnable, task, tmp_path, write(SOLUTION["javascript"], source)),
+        backend,
+        image,
+        300,
+    )
     assert not report.resolved and report.tests_exit_code == 0
     assert report.tampered is not None and "must-fail fallback test" in report.tampered, report.reason
