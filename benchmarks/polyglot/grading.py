@@ -157,7 +157,9 @@ def _reason(command: str, verdict: Verdict, planted: Planted) -> str:
         reason = f"resolved: the runner's report shows all {count} tests of `{command}` passed"
         if skipped := len(verdict.statuses) - count:
             reason += f" ({skipped} more reported skipped, as the shipped files skip them)"
-        if planted.twins:
+        if planted.fallback():
+            reason += " and its must-fail fallback test failed"
+        elif planted.twins:
             reason += f" and its {len(planted.twins)} must-fail twins failed"
     elif not verdict.statuses:
         reason = "not resolved: the runner's report shows no test"
@@ -166,7 +168,10 @@ def _reason(command: str, verdict: Verdict, planted: Planted) -> str:
         more = len(verdict.failing) - 5
         reason = f"not resolved: tests of `{command}` did not pass: {shown}"
         reason += f" and {more} more" if more > 0 else ""
-    if not planted.twins:
+    if planted.fallback():
+        notes = "; ".join(planted.notes)
+        reason += f"; no twin could be planted ({notes}): a fallback must-fail test instead"
+    elif not planted.twins:
         notes = "; ".join(planted.notes) or "no test file to plant it in"
         reason += f"; no twin could be planted ({notes}): the verdict rests on the runner's report alone"
     return reason

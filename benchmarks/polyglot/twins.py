@@ -9,8 +9,10 @@ os.urandom. Go's table-driven tests are copied with their table (under a fresh n
 the table's expected fields changed in every case, so at least one case fails whatever
 the others' flags say.
 
-A file without a test whose expected value this can find is not twinned; grading then
-says so ("no twin could be planted") and still requires the runner's report.
+When no test of the exercise has an expected value this can find, a fallback must-fail
+test (`fallback.py`: a false equality of two small integers, in the file's idiom) goes
+among one file's tests instead, under a fresh name, and counts as a twin in the verdict;
+grading says so ("no twin could be planted ...: a fallback must-fail test instead").
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.polyglot.fallback import fallback_text, false_equality
 from benchmarks.polyglot.lexer import Flavor, LexError, Token, matching, tokenize
 from benchmarks.polyglot.perturb import (
     declaration,
@@ -62,6 +65,15 @@ class Twin:
     # The real tests after it in its file: runners that run a file's tests in order (Go,
     # jest, Catch) have run the twin before any of these.
     followed_by: tuple[str, ...] = ()
+    # A fallback must-fail test copies nothing: the false equality it asserts.
+    fallback: str | None = None
+
+    def label(self) -> str:
+        if self.fallback is not None:
+            return f"the must-fail fallback test {self.name!r} (it asserts {self.fallback})"
+        return (
+            f"the must-fail twin {self.name!r} (a copy of {self.copy_of!r} with its expected value changed)"
+        )
 
 
 @dataclass
@@ -73,6 +85,10 @@ class Planted:
 
     def twin_names(self) -> set[str]:
         return {twin.name for twin in self.twins}
+
+    def fallback(self) -> bool:
+        """Whether the must-fail tests are fallbacks (no twin could be planted)."""
+        return any(twin.fallback is not None for twin in self.twins)
 
 
 @dataclass(frozen=True)
@@ -126,12 +142,43 @@ def plant_twins(flavor: Flavor, repo: Path, test_files: list[str], count: int = 
         later = tuple(test.name for test in test_file.tests if test.start >= offset)
         planted.twins.append(Twin(reported, candidate.test.name, candidate.test_file, later))
         edits.setdefault(candidate.test_file, []).append((offset, insert))
+    if not chosen:
+        _plant_fallback(flavor, parsed, taken, planted, edits)
     for name, inserts in edits.items():
         text = parsed[name].text
         for offset, insert in sorted(inserts, key=lambda item: item[0], reverse=True):
             text = text[:offset] + insert + text[offset:]
         (repo / name).write_text(text)
     return planted
+
+
+def _plant_fallback(
+    flavor: Flavor,
+    parsed: dict[str, TestFile],
+    taken: str,
+    planted: Planted,
+    edits: dict[str, list[tuple[int, str]]],
+) -> None:
+    """One fallback must-fail test among the runnable tests of a random test file."""
+    runnable = {
+        name: tests
+        for name, test_file in parsed.items()
+        if (tests := [test for test in test_file.tests if test.name not in test_file.skipped])
+    }
+    if not runnable:
+        return
+    files = sorted(runnable)
+    name = files[_random_below(len(files))]
+    test_file, anchor = parsed[name], runnable[name][_random_below(len(runnable[name]))]
+    fresh = _fresh(flavor, _words(flavor, [t.name for t in test_file.tests]), taken)
+    claim = false_equality()
+    offset, insert = _placement(test_file, anchor, fallback_text(flavor, test_file, anchor, fresh, claim))
+    reported = fresh
+    if flavor == "rust" and "::" in anchor.name:
+        reported = anchor.name.rsplit("::", 1)[0] + "::" + fresh
+    later = tuple(test.name for test in test_file.tests if test.start >= offset)
+    planted.twins.append(Twin(reported, "", name, later, fallback=str(claim)))
+    edits.setdefault(name, []).append((offset, insert))
 
 
 def _package_sources(flavor: Flavor, repo: Path, parsed: dict[str, TestFile]) -> dict[str, str]:

@@ -170,7 +170,9 @@ def _twin_of(language: LanguageName, text: str, planted: Planted) -> str:
 def test_a_file_without_an_assertion_to_change_gets_a_note(tmp_path: Path) -> None:
     (tmp_path / "t.rs").write_text("#[test]\nfn works() {\n    assert!(run());\n}\n")
     planted = plant_twins("rust", tmp_path, ["t.rs"])
-    assert planted.twins == [] and planted.expected == {"t.rs": ["works"]}
+    # No twin: a fallback must-fail test (`test_fallback.py`) instead.
+    assert [twin.copy_of for twin in planted.twins] == [""] and planted.fallback()
+    assert planted.expected == {"t.rs": ["works"]}
     assert planted.notes == ["no test in t.rs has an expected value a twin can change"]
 
 
@@ -249,10 +251,12 @@ def test_a_go_table_whose_only_change_is_a_placeholder_gets_no_twin(tmp_path: Pa
     )
     (tmp_path / "x_test.go").write_text(source)
     planted = plant_twins("go", tmp_path, ["x_test.go"], count=1)
-    assert planted.twins == [] and planted.notes == [
+    assert planted.fallback() and planted.notes == [
         "no test in x_test.go has an expected value a twin can change"
     ]
-    assert (tmp_path / "x_test.go").read_text() == source
+    # Only the fallback was added: no copy of the table.
+    inserted = _inserted(source, (tmp_path / "x_test.go").read_text())
+    assert inserted.count("func Test") == 1 and "var cases" not in inserted
 
 
 def _inserted(before: str, after: str) -> str:
@@ -267,7 +271,8 @@ def test_a_variable_that_is_also_an_input_is_not_changed(tmp_path: Path) -> None
         "test('resolves', () => {\n  const SUCCESS = 'success';\n"
         "  return expect(run(SUCCESS)).resolves.toEqual(SUCCESS);\n});\n"
     )
-    assert plant_twins("javascript", tmp_path, ["p.spec.js"]).twins == []
+    planted = plant_twins("javascript", tmp_path, ["p.spec.js"])
+    assert [twin.copy_of for twin in planted.twins] == [""] and planted.fallback()
 
 
 def test_go_nested_array_lengths_stay(tmp_path: Path) -> None:
