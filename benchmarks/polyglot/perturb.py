@@ -2,9 +2,11 @@
 
 An equality assertion whose expected side has every number, string and boolean literal
 changed fails for any code that passed it: each literal becomes a different value of
-the same type (n -> n - 1, or 1 for 0; one letter or digit of a string replaced, its
-length and escapes kept; true <-> false). Which side is expected follows the runner's
-convention (`expect(actual).toEqual(expected)`, `assertThat(actual).isEqualTo(expected)`,
+the same type (n -> n - 1 or n + 1 at random, 1 for 0; one letter or digit of a string, at a
+random place, replaced by another of its kind drawn uniformly, its length and escapes kept;
+true <-> false). The change is drawn so that it reads the same from either test of a pair.
+Which side is expected follows the runner's convention (`expect(actual).toEqual(expected)`,
+`assertThat(actual).isEqualTo(expected)`,
 JUnit's `assertEquals(expected, actual)`), or, for `assert_eq!(a, b)` and `REQUIRE(a == b)`,
 the side that holds literals and calls nothing (a variable is followed to its declaration
 in the test).
@@ -13,6 +15,8 @@ in the test).
 from __future__ import annotations
 
 import re
+import secrets
+import string
 from collections.abc import Sequence
 
 from benchmarks.polyglot.lexer import Flavor, Token, matching
@@ -25,6 +29,8 @@ _BUILDERS = frozenset(
         "cloned", "map", "chars", "new", "Set", "Map", "Array", "BigInt", "Number", "String",
     }
 )  # fmt: skip
+# The largest values of the languages' integer types: one more would not compile.
+_TYPE_MAXES = frozenset({2**bits - 1 for bits in (7, 8, 15, 16, 31, 32, 63, 64, 127, 128)})
 # Type suffixes: Rust's u8..usize, i8..isize, f32, f64; Java's L, F, D; C++'s u, l, ul, ll, f;
 # JavaScript's BigInt n. Hexadecimal, octal, binary and exponents are not matched.
 _SUFFIX = r"(?:[ui](?:8|16|32|64|128|size)|f32|f64|[uU]?[lL]{0,2}|[lL]{1,2}[uU]|[fFdDn])?"
@@ -71,13 +77,17 @@ def perturbed(token: Token, flavor: Flavor) -> str | None:
 
 
 def _number(text: str) -> str | None:
+    # Up or down by one at random, so that of two tests differing in one number neither is
+    # told to be the twin by the direction of the change. Never below zero (the literal may be
+    # unsigned, or follow a minus without a space), never past a type's largest value.
     if match := _INTEGER.match(text):
         value = int(match.group(1).replace("_", "").replace("'", ""))
-        return f"{value - 1 if value > 0 else 1}{match.group(2) or ''}"
+        down = value > 0 and (value in _TYPE_MAXES or secrets.randbelow(2) == 0)
+        return f"{value - 1 if down else value + 1}{match.group(2) or ''}"
     if match := _FLOAT.match(text):
         whole = (match.group(1) or "0").replace("_", "").replace("'", "")
         number = float(f"{whole}.{match.group(2).replace('_', '').replace(chr(39), '')}")
-        changed = number - 1 if number >= 1 else number + 1
+        changed = number - 1 if number >= 1 and secrets.randbelow(2) == 0 else number + 1
         return f"{changed!r}{match.group(3) or ''}"
     return None  # hexadecimal, exponents: left alone
 
@@ -101,11 +111,13 @@ def _string(text: str, flavor: Flavor) -> str | None:
     spots = _plain_positions(body, raw=raw)
     if not spots:
         return text[:end] + "x" + text[end:] if not body else None
-    at = spots[-1]
+    # One letter or digit, at a random place, becomes another of its kind drawn uniformly: the
+    # change reads the same from either string of the pair.
+    at = spots[len(spots) - 1 - secrets.randbelow(len(spots))]
     c = body[at]
-    replacement = str((int(c) + 1) % 10) if c.isdigit() else ("b" if c.lower() == "a" else "a")
-    if c.isupper():
-        replacement = replacement.upper()
+    kind = string.digits if c.isdigit() else string.ascii_uppercase if c.isupper() else string.ascii_lowercase
+    others = kind.replace(c, "")
+    replacement = others[secrets.randbelow(len(others))]
     return text[: start + at] + replacement + text[start + at + 1 :]
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.polyglot import perturb
 from benchmarks.polyglot.languages import SPECS, LanguageName
 from benchmarks.polyglot.lexer import tokenize
 from benchmarks.polyglot.perturb import perturbed
@@ -88,7 +89,14 @@ def _changed_tokens(language: LanguageName, real: str, twin: str) -> list[tuple[
     return [(x, y) for x, y in zip(a, b, strict=False) if x != y]
 
 
-def test_go_table_twin_changes_every_expected_field_and_no_input(tmp_path: Path) -> None:
+@pytest.fixture
+def first_draws(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every random draw of the literal changes is 0: numbers go down (0 up), a string's last
+    letter or digit changes to the first other of its kind; for tests that name the exact twin."""
+    monkeypatch.setattr(perturb.secrets, "randbelow", lambda n: 0)
+
+
+def test_go_table_twin_changes_every_expected_field_and_no_input(tmp_path: Path, first_draws: None) -> None:
     _, after, planted = plant("go", tmp_path / "repo", count=1)
     table = after.split("var cases", 1)[1] if after.count("var ") == 1 else after.rsplit("\nvar ", 1)[1]
     cases = re.findall(r"\{(\d+), (\d+)\}", table)
@@ -149,7 +157,7 @@ def test_twin_names_are_fresh_and_positions_vary(language: LanguageName, tmp_pat
     ],
 )
 def test_brace_matching_copes_with_strings_comments_and_chars(
-    language: LanguageName, source: str, twin_literal: str, tmp_path: Path
+    language: LanguageName, source: str, twin_literal: str, tmp_path: Path, first_draws: None
 ) -> None:
     (tmp_path / "t").write_text(source)
     planted = plant_twins(language, tmp_path, ["t"], count=1)
@@ -177,26 +185,58 @@ def test_a_file_without_an_assertion_to_change_gets_a_note(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(
-    ("language", "literal", "changed"),
+    ("language", "literal", "changes"),
     [
-        ("rust", "999_999", "999998"),
-        ("rust", "0u64", "1u64"),
-        ("cpp", "1'000", "999"),
-        ("java", "5L", "4L"),
-        ("javascript", "2.5", "1.5"),
-        ("javascript", "'Hello, World!'", "'Hello, Worla!'"),
-        ("go", '"a\\n"', '"b\\n"'),
-        ("rust", 'r#"ab"#', 'r#"aa"#'),
-        ("cpp", 'R"x(ab)x"', 'R"x(aa)x"'),
-        ("javascript", "''", "'x'"),
-        ("java", "true", "false"),
+        ("rust", "999_999", {"999998", "1000000"}),
+        ("rust", "0u64", {"1u64"}),
+        ("rust", "255u8", {"254u8"}),  # 256 would not compile
+        ("cpp", "1'000", {"999", "1001"}),
+        ("java", "5L", {"4L", "6L"}),
+        ("javascript", "2.5", {"1.5", "3.5"}),
+        ("javascript", "0.25", {"1.25"}),
+        ("java", "true", {"false"}),
     ],
 )
-def test_literals_change_to_another_value_of_their_type(
-    language: LanguageName, literal: str, changed: str
+def test_numbers_and_bools_change_to_a_neighbouring_value_of_their_type(
+    language: LanguageName, literal: str, changes: set[str]
 ) -> None:
     (token,) = tokenize(literal, language)
-    assert perturbed(token, language) == changed
+    seen = {perturbed(token, language) for _ in range(64)}
+    assert seen == changes  # both ways are drawn (a chance of 2^-63 to miss one)
+
+
+@pytest.mark.parametrize(
+    ("language", "literal", "quote"),
+    [
+        ("javascript", "'Hello, World!'", ("'", "'")),
+        ("go", '"a\\n"', ('"', '"')),
+        ("rust", 'r#"ab"#', ('r#"', '"#')),
+        ("cpp", 'R"x(ab)x"', ('R"x(', ')x"')),
+    ],
+)
+def test_strings_change_one_letter_or_digit_at_a_random_place(
+    language: LanguageName, literal: str, quote: tuple[str, str]
+) -> None:
+    (token,) = tokenize(literal, language)
+    body = literal[len(quote[0]) : len(literal) - len(quote[1])]
+    changed_at: set[int] = set()
+    for _ in range(64):
+        changed = perturbed(token, language)
+        assert changed is not None and changed.startswith(quote[0]) and changed.endswith(quote[1])
+        new_body = changed[len(quote[0]) : len(changed) - len(quote[1])]
+        diffs = [i for i, (a, b) in enumerate(zip(body, new_body, strict=True)) if a != b]
+        assert len(diffs) == 1, changed
+        at = diffs[0]
+        old, new = body[at], new_body[at]
+        assert (old.isdigit(), old.isupper(), old.islower()) == (new.isdigit(), new.isupper(), new.islower())
+        changed_at.add(at)
+    letters = [i for i, c in enumerate(body) if c.isalnum() and body[i - 1 : i] != "\\"]
+    assert len(changed_at) > 1 or len(letters) == 1
+
+
+def test_an_empty_string_gets_a_letter() -> None:
+    (token,) = tokenize("''", "javascript")
+    assert perturbed(token, "javascript") == "'x'"
 
 
 GO_TABLE_TEST = """package x
@@ -231,7 +271,7 @@ func TestSolve(t *testing.T) {
 """
 
 
-def test_go_twins_keep_map_keys_hexadecimals_and_guards(tmp_path: Path) -> None:
+def test_go_twins_keep_map_keys_hexadecimals_and_guards(tmp_path: Path, first_draws: None) -> None:
     (tmp_path / "x_test.go").write_text(GO_TABLE_TEST)
     planted = plant_twins("go", tmp_path, ["x_test.go"], count=1)
     assert [twin.copy_of for twin in planted.twins] == ["TestSolve"]
@@ -275,7 +315,7 @@ def test_a_variable_that_is_also_an_input_is_not_changed(tmp_path: Path) -> None
     assert [twin.copy_of for twin in planted.twins] == [""] and planted.fallback()
 
 
-def test_go_nested_array_lengths_stay(tmp_path: Path) -> None:
+def test_go_nested_array_lengths_stay(tmp_path: Path, first_draws: None) -> None:
     (tmp_path / "w_test.go").write_text(
         "package w\n\nfunc TestFind(t *testing.T) {\n"
         '\twant := map[string][2][2]int{"go": {{1, 2}, {3, 4}}}\n'
