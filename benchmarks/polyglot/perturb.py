@@ -31,6 +31,8 @@ _BUILDERS = frozenset(
 )  # fmt: skip
 # The largest values of the languages' integer types: one more would not compile.
 _TYPE_MAXES = frozenset({2**bits - 1 for bits in (7, 8, 15, 16, 31, 32, 63, 64, 127, 128)})
+# Builders that are a type's static method: a builder only after a type's name (`List.of`).
+_TYPE_BUILDERS = frozenset({"of", "asList", "copyOf", "fromEntries", "from"})
 # Type suffixes: Rust's u8..usize, i8..isize, f32, f64; Java's L, F, D; C++'s u, l, ul, ll, f;
 # JavaScript's BigInt n. Hexadecimal, octal, binary and exponents are not matched.
 _SUFFIX = r"(?:[ui](?:8|16|32|64|128|size)|f32|f64|[uU]?[lL]{0,2}|[lL]{1,2}[uU]|[fFdDn])?"
@@ -140,6 +142,9 @@ def is_computed(tokens: Sequence[Token]) -> bool:
     for index, token in enumerate(tokens[:-1]):
         after = tokens[index + 1]
         builder = token.text in _BUILDERS or token.text[:1].isupper()
+        if token.text in _TYPE_BUILDERS:  # `List.of(...)`, `String::from(...)`; not `digits.of(9701)`
+            qualifier = tokens[index - 2].text if index >= 2 and tokens[index - 1].text in (".", "::") else ""
+            builder = qualifier[:1].isupper()
         if token.kind == "ident" and after.text == "(" and not builder:
             return True
     return False
