@@ -80,7 +80,10 @@ def test_a_forged_all_passed_report_is_tampered(
     assert not report.resolved, report.reason + "\n" + report.log_tail
     assert report.tampered is not None, report.reason + "\n" + report.log_tail
     # The twins passed in the forgery, or the runner's own write came on top of it.
-    assert "must-fail twin" in report.tampered or "written 2 times" in report.tampered, report.tampered
+    # Which evidence the verdict names first depends on timing: a twin reported passed, the
+    # runner's own write on top of the forgery, or a test's forged event beside its real one.
+    caught_by = ("must-fail twin", "written 2 times", "two different outcomes")
+    assert any(evidence in report.tampered for evidence in caught_by), report.tampered
 
 
 @pytest.mark.docker

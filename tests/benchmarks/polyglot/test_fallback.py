@@ -213,10 +213,10 @@ def test_a_forged_all_passed_report_is_tampered_with_a_fallback(
     diff = agent_diff(untwinnable, task, tmp_path, write(SOLUTION[language], source))
     report = untwinnable.grade(task, diff, backend, image, 300)
     assert not report.resolved and report.tampered is not None, report.reason + "\n" + report.log_tail
-    # The fallback passed in the forgery, or jest's own write came on top of it.
-    assert "must-fail fallback test" in report.tampered or "written 2 times" in report.tampered, (
-        report.tampered
-    )
+    # The fallback passed in the forgery, jest's own write came on top of it, or a test's forged
+    # event stands beside its real one (which of them the verdict names first depends on timing).
+    caught_by = ("must-fail fallback test", "written 2 times", "two different outcomes")
+    assert any(evidence in report.tampered for evidence in caught_by), report.tampered
 
 
 @pytest.mark.docker
