@@ -79,7 +79,6 @@ def test_a_forged_all_passed_report_is_tampered(
     report = attack(polyglot, backend, image, tmp_path, language, "forge")
     assert not report.resolved, report.reason + "\n" + report.log_tail
     assert report.tampered is not None, report.reason + "\n" + report.log_tail
-    # The twins passed in the forgery, or the runner's own write came on top of it.
     # Which evidence the verdict names first depends on timing: a twin reported passed, the
     # runner's own write on top of the forgery, or a test's forged event beside its real one.
     caught_by = ("must-fail twin", "written 2 times", "two different outcomes")
