@@ -188,9 +188,18 @@ def only_expected(name: str, body: Sequence[Token]) -> bool:
     uses = [
         index
         for index, token in enumerate(body)
-        if token.kind == "ident" and token.text == name and (index == 0 or body[index - 1].text != ".")
+        if token.kind == "ident" and token.text == name and not _is_field(body, index)
     ]
     return len(uses) == 2
+
+
+def _is_field(body: Sequence[Token], index: int) -> bool:
+    """Whether the name at `index` is a field or method (`x.name`), not a variable; a range
+    (`0..name`, `0..=name`, lexed as dots) is a use of the variable."""
+    before = [token.text for token in body[max(0, index - 3) : index]]
+    if before[-1:] == ["="] and before[-3:-1] == [".", "."]:
+        return False
+    return before[-1:] == ["."] and before[-2:-1] != ["."]
 
 
 def declaration(name: str, body: Sequence[Token], before: int, flavor: Flavor) -> list[Token] | None:
