@@ -28,6 +28,10 @@ SANDBOX_ROLE = "sandbox"
 CREATED_LABEL = f"{LABEL_PREFIX}.created"
 
 
+# How long a timed-out command's processes are swept with SIGKILL before the sandbox is removed
+# instead: a fork bomb refilling its pids limit on a busy 2-core machine took more than 10 s.
+KILL_GRACE_S = 30.0
+
 class DockerBackend:
     """Starts `DockerSandbox`es.
 
@@ -48,7 +52,7 @@ class DockerBackend:
         *,
         base_url: str | None = None,
         owner: str = "clade",
-        kill_grace_s: float = 10.0,
+        kill_grace_s: float = KILL_GRACE_S,
         file_timeout_s: float = 60.0,
         ceiling: ResourceCeiling | None = None,
         writable_limit_mb: int | None = None,

@@ -29,6 +29,7 @@ import pytest
 from benchmarks.base import Task, find_task
 from benchmarks.gitops import patch_paths
 from benchmarks.registry import get_benchmark
+from sandbox.docker_backend import KILL_GRACE_S
 from tests.worker.harness import SECRET_PREFIX, TASK_ID, Canary, Evaluated, EvaluationStack, make_agent
 from worker.agent_runner import MAX_LOG_CHARS
 
@@ -222,7 +223,7 @@ def test_a_fork_bomb_hits_the_pids_limit_and_is_killed(
     result = evaluated.result
     assert result.timed_out is True
     assert result.failure is not None and "time limit" in result.failure
-    assert TIMEOUT_S <= result.durations.agent_s < TIMEOUT_S + 10
+    assert TIMEOUT_S <= result.durations.agent_s < TIMEOUT_S + KILL_GRACE_S
     assert_contained(stack, evaluated, secret=secret, hidden=hidden, well_behaved=well_behaved)
 
 
@@ -278,7 +279,7 @@ def test_an_agent_that_never_ends_is_killed_at_its_time_limit(
     result = evaluated.result
     assert result.timed_out is True
     assert result.failure == f"the agent was killed after its time limit of {TIMEOUT_S}s"
-    assert TIMEOUT_S <= result.durations.agent_s < TIMEOUT_S + 10
+    assert TIMEOUT_S <= result.durations.agent_s < TIMEOUT_S + KILL_GRACE_S
     assert evaluated.findings()["pid"] > 0
     assert "+++ b/heartbeat.txt" in result.diff  # its detached grandchild was running at the end
     assert host_processes_with(marker) == []
