@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from cli.stack import local_stack
+from cli.stack import Stack, local_stack
 from contracts.settings import Settings
 from tests.servers import free_port
 
@@ -17,6 +18,23 @@ from tests.servers import free_port
 def _environ(pid: int) -> dict[str, str]:
     raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     return dict(item.decode(errors="replace").partition("=")[::2] for item in raw if item)
+
+
+def _wait_until_worker_ready(stack: Stack, timeout_s: float = 180) -> None:
+    """A process that died reads as an empty environment: check the worker is up (Celery's `ready`) first."""
+    log = stack.log_dir / "worker.log"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            stack.check_alive()
+        except RuntimeError as error:
+            raise AssertionError(f"{error}:\n{log.read_text(errors='replace')[-4000:]}") from error
+        if log.exists() and " ready." in log.read_text(errors="replace"):
+            return
+        time.sleep(0.2)
+    raise AssertionError(
+        f"the worker was not ready within {timeout_s} s:\n{log.read_text(errors='replace')[-4000:]}"
+    )
 
 
 def test_the_service_never_holds_the_model_key_and_its_files_are_private(
@@ -29,6 +47,7 @@ def test_the_service_never_holds_the_model_key_and_its_files_are_private(
     port = free_port()
     settings = Settings(data_dir=tmp_path / "data", service_url=f"http://127.0.0.1:{port}").with_tokens()
     with local_stack(settings, concurrency=1) as stack:
+        _wait_until_worker_ready(stack)
         service, worker = stack.processes["service"], stack.processes["worker"]
         assert "CLADE_LLM_API_KEY" not in _environ(service.pid)
         assert _environ(worker.pid)["CLADE_LLM_API_KEY"] == "sk-only-for-workers"
