@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs and starts PostgreSQL, Redis, Docker and Chromium (Debian packages; needs root
-# on a fresh machine), installs Clade, builds the dashboard, then runs the whole suite.
-# Extra arguments go to pytest.
+# on a fresh machine), installs Clade, builds the dashboard and the sandbox images (scripts/test-images.sh:
+# before the tests, never under a test's timeout; about a second when they exist), then runs the whole
+# suite. Extra arguments go to pytest. The quick path, no Docker: python3 -m pytest -q -m "not docker".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash .ci/services.sh
@@ -9,4 +10,5 @@ bash .ci/docker.sh
 python3 -m pip install -q -e '.[dev]'
 bash .ci/browser.sh
 bash web/build.sh
+bash scripts/test-images.sh
 python3 -m pytest -q "$@"

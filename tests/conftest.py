@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,9 +11,9 @@ import docker
 import pytest
 from docker.errors import DockerException
 
-from sandbox.images.build import ensure_base_image
 from service.db.migrate import upgrade
 from tests.helpers import import_seed, small_tmpfs
+from tests.images import required_base_image
 from tests.servers import (
     AppService,
     ServiceProcess,
@@ -94,10 +93,9 @@ def docker_client() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def base_image(docker_client: Any) -> str:
-    """Built once per machine (cached in ~/.cache/clade/images), checked once per session."""
-    return ensure_base_image(
-        docker_client, progress=lambda line: print(f"[images] {line}", file=sys.stderr, flush=True)
-    )
+    """Built before the tests (scripts/test-images.sh), with its agent runtime; checked once per
+    session, and a test fails at once, naming that command, if it is missing."""
+    return required_base_image(docker_client)
 
 
 # Session or module fixtures that take long to make (gradings, image sets, a recorded archive):

@@ -18,10 +18,10 @@ from docker.errors import DockerException
 from benchmarks import GradeReport, Task
 from benchmarks.clade_mini import CladeMini
 from sandbox.base import SandboxBackend
-from sandbox.images.build import ensure_base_image
 from sandbox.registry import get_backend
 from tests.benchmarks.local_backend import IMAGE as LOCAL_IMAGE
 from tests.benchmarks.local_backend import LocalBackend
+from tests.images import required_base_image
 
 
 @dataclass
@@ -50,7 +50,7 @@ def docker_backend() -> Iterator[tuple[SandboxBackend, str]]:
         pytest.fail(f"Docker engine unreachable ({exc}); start it with .ci/docker.sh")
     owner = f"test-benchmarks-{uuid.uuid4().hex[:8]}"
     backend = get_backend("docker", owner=owner)
-    yield backend, ensure_base_image(client)
+    yield backend, required_base_image(client)
     backend.remove_orphans(owner)
     client.close()
 

@@ -9,6 +9,8 @@
   no-libc    (`no_libc_image`) a static busybox and nothing else: no C library at all
 
 Every image holds `/etc/clade-image` naming it, so a test can tell where a command ran.
+They are built before the tests (`python -m tests.images`, which scripts/test-images.sh runs);
+fixtures ask with `build=False` and fail, naming that command, when one is missing.
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ from typing import Any
 
 from sandbox.base import BACKEND_LABEL, OWNER_LABEL, ROLE_LABEL
 from sandbox.images.apt_sources import find_mirror
-from sandbox.images.build import OS_REPOSITORY, default_cache_dir
+from sandbox.images.build import OS_REPOSITORY, BaseImageRecipe, default_cache_dir
 from sandbox.images.layers import BUILD_ROLE
 from sandbox.images.locking import build_lock
 from sandbox.images.rootfs import RootfsRecipe, ensure_rootfs_tar
+from tests.images import ImageMissing
 
 MARKER = "/etc/clade-image"
 CONDA = "/opt/miniconda3"
@@ -41,10 +44,21 @@ def _noop(_line: str) -> None:
     return None
 
 
-def os_image(client: Any, recipe: RootfsRecipe, progress: Callable[[str], None] = _noop) -> str:
+def _absent(client: Any, tag: str, build: bool) -> bool:
+    """Whether `tag` must be built; `ImageMissing` if so and `build` is off (a test's fixture)."""
+    if client.images.list(name=tag):
+        return False
+    if not build:
+        raise ImageMissing(f"the test image {tag}")
+    return True
+
+
+def os_image(
+    client: Any, recipe: RootfsRecipe, progress: Callable[[str], None] = _noop, *, build: bool = True
+) -> str:
     """A debootstrapped Debian of `recipe` imported as an image (the tarball is cached)."""
     tag = f"clade/test-os-{recipe.suite}:{recipe.key()[:12]}"
-    if client.images.list(name=tag):
+    if not _absent(client, tag, build):
         return tag
     # The host's apt sources name its own suite; the same archive serves the older one.
     mirror = find_mirror("bookworm").uri
@@ -59,11 +73,13 @@ def os_image(client: Any, recipe: RootfsRecipe, progress: Callable[[str], None] 
     return tag
 
 
-def derive(client: Any, source: str, name: str, commands: list[str], changes: list[str]) -> str:
+def derive(
+    client: Any, source: str, name: str, commands: list[str], changes: list[str], *, build: bool = True
+) -> str:
     """`source` + `commands` run as root (network none) + `changes`; reused when present."""
     key = json.dumps([client.images.get(source).id, commands, changes])
     tag = f"clade/test-{name}:{hashlib.sha256(key.encode()).hexdigest()[:12]}"
-    if client.images.list(name=tag):
+    if not _absent(client, tag, build):
         return tag
     container = client.containers.create(
         source, command=["sleep", "infinity"], user="0:0", network_mode="none", labels=_BUILD_LABELS
@@ -81,17 +97,18 @@ def derive(client: Any, source: str, name: str, commands: list[str], changes: li
     return tag
 
 
-def foreign_images(client: Any, progress: Callable[[str], None] = _noop) -> dict[str, str]:
-    """Name -> tag of the three images above."""
-    bullseye = os_image(client, BULLSEYE, progress)
+def foreign_images(
+    client: Any, progress: Callable[[str], None] = _noop, *, build: bool = True
+) -> dict[str, str]:
+    """Name -> tag of the three images above; with `build` off, `ImageMissing` for one not built."""
+    bullseye = os_image(client, BULLSEYE, progress, build=build)
     python39 = derive(
-        client, bullseye, "python39", [f"echo python39 > {MARKER}"], [f"ENV PATH={SYSTEM_PATH}"]
+        client, bullseye, "python39", [f"echo python39 > {MARKER}"], [f"ENV PATH={SYSTEM_PATH}"], build=build
     )
-    clade_os = next(
-        image.tags[0]
-        for image in client.images.list(name=OS_REPOSITORY)
-        if image.tags  # the OS layer of the base image, which the session fixture has built
-    )
+    # The OS layer of the base image (`clade images build` made it), not another clade/os image.
+    clade_os = f"{OS_REPOSITORY}:{BaseImageRecipe().rootfs.key()[:12]}"
+    if not client.images.list(name=clade_os):
+        raise ImageMissing(f"the base image's OS layer {clade_os}")
     no_python = derive(
         client,
         clade_os,
@@ -102,6 +119,7 @@ def foreign_images(client: Any, progress: Callable[[str], None] = _noop) -> dict
             f"echo no-python > {MARKER}",
         ],
         [f"ENV PATH={SYSTEM_PATH}"],
+        build=build,
     )
     conda = derive(
         client,
@@ -116,22 +134,16 @@ def foreign_images(client: Any, progress: Callable[[str], None] = _noop) -> dict
             f"echo conda > {MARKER}",
         ],
         [f"ENV PATH={CONDA}/bin:{SYSTEM_PATH}"],
+        build=build,
     )
     return {"python39": python39, "no-python": no_python, "conda": conda}
 
 
-if __name__ == "__main__":  # builds them ahead of a test run: python -m tests.worker.foreign_images
-    import docker
-
-    for name, tag in foreign_images(docker.from_env(), print).items():
-        print(name, tag, Path(MARKER).name)
-
-
-def no_libc_image(client: Any, work: Path) -> str:
+def no_libc_image(client: Any, work: Path, *, build: bool = True) -> str:
     """An image holding nothing but a static busybox (its applets as links): no C library, no
     dynamic loader, no python. The package comes from the host's Debian archive."""
     tag = "clade/test-no-libc:busybox-static"
-    if client.images.list(name=tag):
+    if not _absent(client, tag, build):
         return tag
     work.mkdir(parents=True, exist_ok=True)
     subprocess.run(["apt-get", "download", "busybox-static"], cwd=work, check=True, capture_output=True)

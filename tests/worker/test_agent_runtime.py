@@ -24,6 +24,7 @@ from contracts.config import LimitsConfig
 from contracts.manifest import MANIFEST_FILE, parse_manifest
 from sandbox.images.runtime import RUNTIME_PYTHON
 from tests.helpers import tar_of
+from tests.images import NO_LIBC_WORK, required
 from tests.worker.foreign_images import MARKER, TESTBED_PYTHON, foreign_images, no_libc_image
 from tests.worker.harness import EvaluationStack, evaluation_stack, make_agent
 from worker.agent_runner import AgentOutcome, AgentRun, run_agent
@@ -70,7 +71,8 @@ def script() -> Script:
 @pytest.fixture(scope="module")
 def images(docker_client: Any, base_image: str) -> dict[str, str]:
     del base_image  # the no-python image is derived from its OS layer
-    return foreign_images(docker_client)
+    images: dict[str, str] = required(docker_client, foreign_images)
+    return images
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +155,7 @@ def test_the_seed_agent_runs_in_an_image_whatever_its_python(
 def test_an_agent_runs_in_an_image_without_a_c_library(
     runtime_stack: EvaluationStack, docker_client: Any, tmp_path: Path
 ) -> None:
-    image = no_libc_image(docker_client, tmp_path / "busybox")
+    image = required(docker_client, no_libc_image, NO_LIBC_WORK)
     agent = make_agent(tmp_path / "agent", "runtime_probe")
     # A C++ extension: its wheel's own RUNPATH must still lead to the runtime's libstdc++.
     with (agent / MANIFEST_FILE).open("a") as manifest:

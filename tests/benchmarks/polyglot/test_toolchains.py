@@ -1,8 +1,9 @@
 """Every polyglot language in the toolchain image: one exercise each in the real Exercism
 layout (`toolchains/`, written for Clade), gold resolves and the stub does not.
 
-The Docker tests build the toolchain image once per machine (`clade images build
---benchmark polyglot`; many minutes the first time) and fail, never skip, without an engine.
+The Docker tests need the toolchain image, built before the tests (`clade images build
+--benchmark polyglot`, which scripts/test-images.sh runs; many minutes the first time): without
+it, or without an engine, they fail at once, never skip, and never build it under their timeout.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ import pytest
 
 from benchmarks import TestStatus, find_task
 from benchmarks.polyglot import Polyglot
-from benchmarks.polyglot.image import PolyglotImageRecipe, ensure_polyglot_image, polyglot_image_tag
+from benchmarks.polyglot.image import PolyglotImageRecipe, polyglot_image_tag
 from benchmarks.polyglot.languages import SPECS, LanguageName
 from benchmarks.polyglot.layout import add_crates
 from cli.options import OptionSyntaxError, parse_benchmark
 from contracts.benchmark_options import PolyglotConfig
 from sandbox.base import SandboxBackend
 from sandbox.images.rootfs import RootfsRecipe
+from tests.images import required_polyglot_image
 
 from .layouts import agent_diff, write
 
@@ -119,7 +121,7 @@ def test_bench_check_options_from_the_command_line(tmp_path: Path) -> None:
 def toolchain_image(docker_backend: tuple[SandboxBackend, str]) -> str:
     client = docker.from_env()
     try:
-        return ensure_polyglot_image(client)
+        return required_polyglot_image(client)
     finally:
         client.close()
 

@@ -1,0 +1,88 @@
+"""The images the suite needs: built before the tests start, never inside a test.
+
+`scripts/test-images.sh` builds them (the test command, `scripts/test.sh`, runs it first):
+
+    python3 -m cli.main images build --benchmark polyglot   Clade's base image, the agent
+                                                            runtime, the Polyglot toolchains
+    python3 -m tests.images                                  the test-only task images
+                                                            (tests/worker/foreign_images.py)
+
+A first build on a fresh machine takes many minutes, more than a test's timeout; so a fixture
+that finds its image missing fails at once, naming that command, and builds nothing. Every image
+is tagged by a hash of its inputs, so the build step finds them all in about a second.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contracts.settings import Settings
+
+BUILD_COMMAND = "bash scripts/test-images.sh"
+NO_LIBC_WORK = Path(tempfile.gettempdir()) / "clade-test-images" / "busybox"
+
+
+class ImageMissing(LookupError):
+    """An image the suite needs is not built; the message names it."""
+
+
+def missing(what: str) -> None:
+    """Fail the test at once: `what` is not built, and here is the command that builds it."""
+    pytest.fail(
+        f"{what} is not built; build the suite's images before the tests with `{BUILD_COMMAND}`"
+        " (the test command, scripts/test.sh, runs it; a first build takes many minutes)",
+        pytrace=False,
+    )
+
+
+def required_base_image(client: Any) -> str:
+    """The base image's tag, once `clade images build` made it and its agent runtime."""
+    from cli.doctor import Status, check_images
+    from sandbox.images.build import BASE_REPOSITORY, BaseImageRecipe
+
+    check = check_images(client, Settings())
+    if check.status is not Status.OK:
+        missing(f"the sandbox image set ({check.detail})")
+    return f"{BASE_REPOSITORY}:{BaseImageRecipe().key()[:12]}"
+
+
+def required_polyglot_image(client: Any) -> str:
+    from benchmarks.polyglot.image import polyglot_image_tag
+    from sandbox.images.build import image_exists
+
+    tag = polyglot_image_tag()
+    if not image_exists(client, tag):
+        missing(f"the Polyglot toolchain image {tag}")
+    return tag
+
+
+def required(client: Any, build: Any, *args: Any) -> Any:
+    """What `build(client, *args, build=False)` finds, or the test fails naming the command."""
+    try:
+        return build(client, *args, build=False)
+    except ImageMissing as exc:
+        missing(str(exc))
+
+
+def build_test_images(progress: Any = print) -> None:
+    """Every test-only task image, built once (each reused when present)."""
+    import docker
+
+    from tests.worker.foreign_images import foreign_images, no_libc_image
+
+    client = docker.from_env()
+    try:
+        for name, tag in foreign_images(client, progress).items():
+            progress(f"test image {name} ready: {tag}")
+        progress(f"test image no-libc ready: {no_libc_image(client, NO_LIBC_WORK)}")
+    finally:
+        client.close()
+
+
+if __name__ == "__main__":
+    build_test_images(lambda line: print(line, file=sys.stderr, flush=True))
