@@ -36,8 +36,16 @@ def db_upgrade() -> None:
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address [default: from CLADE_SERVICE_URL]")] = None,
     port: Annotated[int | None, typer.Option(help="Port [default: from CLADE_SERVICE_URL]")] = None,
+    fd: Annotated[
+        int | None,
+        # For a parent that bound the port itself (a test on a busy machine): no other process can
+        # take it between picking it and serving on it.
+        typer.Option(hidden=True, help="Serve on this inherited, bound TCP socket instead of binding"),
+    ] = None,
 ) -> None:
     """Run the service: REST API, archive and run driver."""
+    import socket
+
     import uvicorn
     from uvicorn.config import LOGGING_CONFIG
 
@@ -52,13 +60,20 @@ def serve(
     json_logs = settings.log_format == "json"
     if json_logs:
         configure_logging("json", process="service")
+    log_config = None if json_logs else LOGGING_CONFIG
+    if fd is not None:
+        listener = socket.socket(fileno=fd)
+        app = create_app(settings, bind_host=str(listener.getsockname()[0]))
+        config = uvicorn.Config(app, log_config=log_config, **server_options(settings))
+        uvicorn.Server(config).run(sockets=[listener])
+        return
     bind_host = host or where.hostname or "127.0.0.1"
     app = create_app(settings, bind_host=bind_host)
     uvicorn.run(
         app,
         host=bind_host,
         port=port or where.port or 8420,
-        log_config=None if json_logs else LOGGING_CONFIG,
+        log_config=log_config,
         **server_options(settings),
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from urllib.parse import urlparse
 
 import httpx
 
@@ -47,11 +49,25 @@ class Stack:
 
 
 def free_port() -> int:
+    """A port nothing listens on now (another process may take it before it is bound)."""
     import socket
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def listening_socket(host: str) -> socket.socket:
+    """A socket listening on a port of `host` that the kernel picks: handed to the service so that
+    no other process can take the port between picking it and serving on it."""
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    try:
+        listener.bind((host, 0))
+        listener.listen(128)
+    except OSError:
+        listener.close()
+        raise
+    return listener
 
 
 def write_demo_script(settings: Settings) -> Path:
@@ -85,15 +101,28 @@ def local_stack(settings: Settings, *, concurrency: int) -> Iterator[Stack]:
     )
     try:
         if scripted:
-            port = free_port()
-            stack.llm_base_url = f"http://127.0.0.1:{port}/v1"
+            # On a port the server picks and reports once listening: never one picked here and
+            # bound later, which another process could take in between.
+            ready = log_dir / "scripted-model.url"
+            ready.unlink(missing_ok=True)
             script = write_demo_script(settings)
-            argv = ["-m", "worker.llm.scripted", "--script", str(script), "--port", str(port)]
+            argv = ["-m", "worker.llm.scripted", "--script", str(script), "--port", "0"]
+            argv += ["--ready-file", str(ready)]
             _spawn(stack, "scripted-model", argv, env)
+            stack.llm_base_url = _read_ready_file(stack, ready)
             env["CLADE_LLM_BASE_URL"] = stack.llm_base_url
         # Only workers call the model: the service process never holds its key.
-        _spawn(stack, "service", ["-m", "cli.main", "serve"], service_env(env))
-        _wait_for(stack, f"{settings.service_url}/api/health")
+        where = urlparse(settings.service_url)
+        if where.port == 0:  # any free port: bound here, served by the service on that socket
+            with listening_socket(where.hostname or "127.0.0.1") as listener:
+                host, port = listener.getsockname()[:2]
+                stack.service_url = f"{where.scheme}://{_url_host(host)}:{port}"
+                env["CLADE_SERVICE_URL"] = stack.service_url
+                argv = ["-m", "cli.main", "serve", "--fd", str(listener.fileno())]
+                _spawn(stack, "service", argv, service_env(env), pass_fds=(listener.fileno(),))
+        else:
+            _spawn(stack, "service", ["-m", "cli.main", "serve"], service_env(env))
+        _wait_for(stack, f"{stack.service_url}/api/health")
         _spawn(stack, "worker", ["-m", "cli.main", "worker", "--concurrency", str(concurrency)], env)
         yield stack
     finally:
@@ -115,11 +144,28 @@ def service_env(env: dict[str, str]) -> dict[str, str]:
     return {name: value for name, value in env.items() if name not in SERVICE_WITHHELD}
 
 
-def _spawn(stack: Stack, name: str, argv: list[str], env: dict[str, str]) -> None:
+def _spawn(
+    stack: Stack, name: str, argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...] = ()
+) -> None:
     with (stack.log_dir / f"{name}.log").open("ab") as log:
         stack.processes[name] = subprocess.Popen(
-            [sys.executable, *argv], env=env, stdout=log, stderr=subprocess.STDOUT
+            [sys.executable, *argv], env=env, stdout=log, stderr=subprocess.STDOUT, pass_fds=pass_fds
         )
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _read_ready_file(stack: Stack, path: Path, timeout_s: float = 120) -> str:
+    """What a process of the stack wrote to `path` once it listened (it writes it whole)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        stack.check_alive()
+        if path.is_file():
+            return path.read_text().strip()
+        time.sleep(0.1)
+    raise RuntimeError(f"{path} was not written within {timeout_s:.0f}s; see {stack.log_dir}")
 
 
 def _wait_for(stack: Stack, url: str, timeout_s: float = 120) -> None:

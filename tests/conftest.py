@@ -68,8 +68,7 @@ def service(tmp_path: Path, database_url: str) -> Iterator[AppService]:
 @pytest.fixture
 def live_service(tmp_path: Path, database_url: str) -> Iterator[ServiceProcess]:
     """A real `clade serve` process: for what only a process shows (a kill, a CLI talking HTTP)."""
-    env = service_env(tmp_path / "data", database_url, free_port())
-    process = start_service(env)
+    process = start_service(service_env(tmp_path / "data", database_url, 0))
     yield process
     process.stop()
 

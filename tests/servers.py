@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import httpx
 import psycopg
@@ -32,9 +33,25 @@ from service.db.migrate import upgrade
 
 
 def free_port() -> int:
+    """A port nothing listens on now: for a URL no process binds (the in-process app) or one that
+    must refuse. A server a test starts is handed a bound socket instead (`listening_socket`)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def listening_socket(port: int = 0) -> socket.socket:
+    """A TCP socket listening on 127.0.0.1:`port` (0: one the kernel picks), to hand to a server
+    process: bound here, so no other process can take the port before the server serves on it."""
+    sock = socket.socket()
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart's old connections
+        sock.bind(("127.0.0.1", port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 # The server and role that .ci/run sets up; point CLADE_TEST_POSTGRES_URL elsewhere to use another.
@@ -257,15 +274,23 @@ def service_env(data_dir: Path, database_url: str | None, port: int, **extra: st
     return env | extra
 
 
-def start_service(env: dict[str, str], timeout: float = 60.0) -> ServiceProcess:
+def start_service(env: dict[str, str], timeout: float = 180.0) -> ServiceProcess:
+    """`clade serve` on the port of `env`'s service URL, or on one the kernel picks when that port
+    is 0; the process's `url` and `env` name the port it got (so a restart from `env` keeps it)."""
     data_dir = Path(env["CLADE_DATA_DIR"])
     data_dir.mkdir(parents=True, exist_ok=True)
     log_path = data_dir / f"service-{uuid.uuid4().hex[:6]}.log"
-    url = env["CLADE_SERVICE_URL"]
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "serve"], env=env, stdout=log, stderr=subprocess.STDOUT
-        )
+    with listening_socket(urlparse(env["CLADE_SERVICE_URL"]).port or 0) as listener:
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        env = env | {"CLADE_SERVICE_URL": url}
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "cli.main", "serve", "--fd", str(listener.fileno())],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                pass_fds=(listener.fileno(),),
+            )
     service = ServiceProcess(url=url, data_dir=data_dir, env=env, process=process, log_path=log_path)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

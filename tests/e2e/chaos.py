@@ -174,11 +174,11 @@ def chaos_cluster(
         if local_redis is not None:
             extra["CLADE_BROKER_URL"] = local_redis.url
         database = local_postgres.url if local_postgres is not None else f"sqlite:///{data_dir / 'clade.db'}"
-        env = service_env(data_dir, database, free_port(), **extra)
+        service = start_service(service_env(data_dir, database, 0, **extra))
         cluster = ChaosCluster(
             root=root,
-            service_env=env,
-            service=start_service(env),
+            service_env=service.env,  # with the port it got: a restart keeps it
+            service=service,
             llm_url=model.base_url,
             redis=local_redis,
             postgres=local_postgres,

@@ -17,7 +17,7 @@ import pytest
 import redis
 
 from benchmarks.registry import get_benchmark
-from tests.servers import ServiceProcess, free_port, service_env, start_service
+from tests.servers import ServiceProcess, service_env, start_service
 from worker.curriculum import Curriculum, build_script
 from worker.llm.scripted import ScriptedServer
 
@@ -123,7 +123,7 @@ def cluster_factory(tmp_path: Path) -> Iterator[object]:
         env = service_env(
             tmp_path / "service",
             f"sqlite:///{tmp_path / 'clade.db'}",
-            free_port(),
+            0,
             CLADE_BROKER_URL=broker,
             CLADE_RUN_DRIVER_ENABLED="true",
             CLADE_DRIVER_INTERVAL_S="0.5",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import shlex
 import signal
 import subprocess
@@ -17,8 +18,6 @@ from typing import IO
 
 import httpx
 import pytest
-
-from tests.servers import free_port
 
 pytestmark = pytest.mark.docker
 
@@ -53,9 +52,10 @@ class Output:
 
 @pytest.mark.timeout(1500)
 def test_demo_serves_until_ctrl_c_and_its_last_commands_work(base_image: str, tmp_path: Path) -> None:
-    url = f"http://127.0.0.1:{free_port()}"
+    # Port 0: the demo serves on a port it binds itself, and says which.
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLADE_")}
-    env |= {"CLADE_DATA_DIR": str(tmp_path / "data"), "CLADE_SERVICE_URL": url, "COLUMNS": "100"}
+    env |= {"CLADE_DATA_DIR": str(tmp_path / "data"), "CLADE_SERVICE_URL": "http://127.0.0.1:0"}
+    env["COLUMNS"] = "100"
     demo = subprocess.Popen(
         [sys.executable, "-m", "cli.main", "demo", "--children", "1"],
         env=env,
@@ -67,8 +67,11 @@ def test_demo_serves_until_ctrl_c_and_its_last_commands_work(base_image: str, tm
     try:
         output = Output(demo)
         deadline = time.monotonic() + 1200
-        while "until Ctrl-C" not in output.next_line(deadline):
+        while "until Ctrl-C" not in (line := output.next_line(deadline)):
             pass
+        served = re.search(r"stay up at (http://127\.0\.0\.1:\d+)/", line)
+        assert served and not served.group(1).endswith(":0"), line
+        url = served.group(1)
         commands = [output.next_line(time.monotonic() + 30).strip() for _ in range(2)]
         assert "the archive" in "\n".join(output.seen)  # the summary came first
 

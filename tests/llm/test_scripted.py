@@ -193,8 +193,9 @@ def test_scripted_md_example_is_a_valid_script(tmp_path: Path) -> None:
 def test_command_line_server(tmp_path: Path) -> None:
     path = tmp_path / "script.yaml"
     path.write_text(yaml.safe_dump(FIX_SCRIPT))
+    command = [sys.executable, "-m", "worker.llm.scripted", "--script", str(path), "--port", "0"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "worker.llm.scripted", "--script", str(path), "--port", "0"],
+        [*command, "--ready-file", str(tmp_path / "ready")],
         stderr=subprocess.PIPE,
         text=True,
         cwd=Path(__file__).parents[2],
@@ -205,13 +206,15 @@ def test_command_line_server(tmp_path: Path) -> None:
         assert "SCRIPTED model server" in line and "not a real LLM" in line
         found = re.search(r"(http://127\.0\.0\.1:\d+/v1)", line)
         assert found, line
+        # The port it got, also in the ready file (written before the line above).
+        assert (tmp_path / "ready").read_text() == found.group(1) + "\n"
         response = httpx.post(
             f"{found.group(1)}/chat/completions",
             json={"model": "scripted", "messages": ask("hello")},
         )
         assert response.json()["choices"][0]["message"]["content"] == "hi there"
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=5) == 0
+        assert proc.wait(timeout=30) == 0
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.servers import ServiceProcess, free_port, service_env, start_service
+from tests.servers import ServiceProcess, service_env, start_service
 
 DECLARED = 50_000_000  # what each request says its body holds; it sends a kilobyte of it
 START = b"[" + b"0," * 500
@@ -21,7 +21,7 @@ START = b"[" + b"0," * 500
 
 @contextmanager
 def _service(tmp_path: Path) -> Iterator[ServiceProcess]:
-    env = service_env(tmp_path / "data", f"sqlite:///{tmp_path / 'c.db'}", free_port())
+    env = service_env(tmp_path / "data", f"sqlite:///{tmp_path / 'c.db'}", 0)
     service = start_service(env)
     try:
         yield service

@@ -16,7 +16,7 @@ from service.db.models import Run
 from service.driver.dispatch import CeleryDispatcher
 from service.driver.loop import Outbox, drive
 from tests.logs_capture import json_log_lines
-from tests.servers import AppService, free_port, service_env, settings_from_env, start_service
+from tests.servers import AppService, service_env, settings_from_env, start_service
 from tests.service.helpers import config
 
 log = logging.getLogger("clade.test")
@@ -80,7 +80,7 @@ def test_the_service_logs_a_job_sent_and_its_result_with_their_ids(service: AppS
 
 
 def test_clade_serve_writes_only_json_lines(tmp_path: Path) -> None:
-    env = service_env(tmp_path / "data", None, free_port(), CLADE_LOG_FORMAT="json")
+    env = service_env(tmp_path / "data", None, 0, CLADE_LOG_FORMAT="json")
     process = start_service(env)
     try:
         with process.anonymous as client:

@@ -144,7 +144,7 @@ def test_a_binary_delta_declares_its_target_size(tmp_path: Path) -> None:
 
 
 def test_a_chunked_body_over_the_limit_is_refused_while_it_streams(tmp_path: Path) -> None:
-    env = service_env(tmp_path / "data", None, free_port(), CLADE_MAX_UPLOAD_BYTES=str(MIB))
+    env = service_env(tmp_path / "data", None, 0, CLADE_MAX_UPLOAD_BYTES=str(MIB))
     service = start_service(env)
     sent = 0
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.helpers import tar_of, write_agent
-from tests.servers import ServiceProcess, free_port, service_env, start_service
+from tests.servers import ServiceProcess, service_env, start_service
 from tests.service.helpers import CORE, add_evaluation, core_patch, open_step_in
 
 SEED = 20261130
@@ -112,7 +112,7 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(
     database_url: str, tmp_path: Path, record_property: Callable[[str, object], None]
 ) -> None:
     env = service_env(
-        tmp_path / "data", database_url, free_port(), CLADE_READS_REQUIRE_TOKEN="true", HF_HUB_OFFLINE="1"
+        tmp_path / "data", database_url, 0, CLADE_READS_REQUIRE_TOKEN="true", HF_HUB_OFFLINE="1"
     )
     service = start_service(env)
     try:

@@ -12,12 +12,12 @@ from pathlib import Path
 import httpx
 
 from tests.helpers import tar_of, write_agent
-from tests.servers import ServiceProcess, free_port, service_env, start_service
+from tests.servers import ServiceProcess, service_env, start_service
 
 
 @contextmanager
 def _service(tmp_path: Path, **settings: str) -> Iterator[ServiceProcess]:
-    env = service_env(tmp_path / "data", f"sqlite:///{tmp_path / 'c.db'}", free_port(), **settings)
+    env = service_env(tmp_path / "data", f"sqlite:///{tmp_path / 'c.db'}", 0, **settings)
     service = start_service(env)
     try:
         yield service

@@ -12,7 +12,6 @@ import pytest
 
 from cli.stack import Stack, local_stack
 from contracts.settings import Settings
-from tests.servers import free_port
 
 
 def _environ(pid: int) -> dict[str, str]:
@@ -44,9 +43,10 @@ def test_the_service_never_holds_the_model_key_and_its_files_are_private(
         if name.startswith("CLADE_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("CLADE_LLM_API_KEY", "sk-only-for-workers")
-    port = free_port()
-    settings = Settings(data_dir=tmp_path / "data", service_url=f"http://127.0.0.1:{port}").with_tokens()
+    # Port 0: the stack binds a free one itself and serves on it (never picked, then bound later).
+    settings = Settings(data_dir=tmp_path / "data", service_url="http://127.0.0.1:0").with_tokens()
     with local_stack(settings, concurrency=1) as stack:
+        assert not stack.service_url.endswith(":0") and stack.llm_base_url.endswith("/v1")
         _wait_until_worker_ready(stack)
         service, worker = stack.processes["service"], stack.processes["worker"]
         assert "CLADE_LLM_API_KEY" not in _environ(service.pid)

@@ -33,7 +33,7 @@ from service.driver.plan import stored_plan
 from service.driver.stages import admit, advance
 from service.lifecycle import EvaluationStatus, MemberStatus
 from service.steps import open_step
-from tests.servers import ServiceProcess, free_port, service_env, start_service
+from tests.servers import ServiceProcess, service_env, start_service
 from tests.service.helpers import dispatched
 from tests.web import outcomes
 
@@ -320,7 +320,7 @@ def build(service: ServiceProcess, database_url: str) -> Recorded:
 
 def start(root: Path, port: int | None = None) -> tuple[ServiceProcess, str]:
     database_url = f"sqlite:///{root / 'clade.db'}"
-    env = service_env(root / "data", database_url, port or free_port())
+    env = service_env(root / "data", database_url, port or 0)
     return start_service(env), database_url
 
 

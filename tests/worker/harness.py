@@ -37,7 +37,7 @@ from service.db.engine import make_engine, make_session_factory
 from service.db.models import Run
 from service.driver.loop import Outbox, drive
 from tests.helpers import tar_of
-from tests.servers import ServiceProcess, free_port, service_env, start_service
+from tests.servers import ServiceProcess, service_env, start_service
 from worker.context import WorkerContext, build_context
 from worker.evaluate import evaluate
 from worker.llm.script import Match, Reply, Rule, Script
@@ -261,7 +261,7 @@ def evaluation_stack(
     with ExitStack() as stack:
         llm = stack.enter_context(ScriptedServer(script, api_key=secret))
         database = root / "service" / "clade.db"
-        env = service_env(root / "service", f"sqlite:///{database}", free_port(), **(service_settings or {}))
+        env = service_env(root / "service", f"sqlite:///{database}", 0, **(service_settings or {}))
         service = start_service(env)
         stack.callback(service.stop)
         engine = make_engine(f"sqlite:///{database}")

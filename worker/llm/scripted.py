@@ -200,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--api-key", default=None, help="demand this bearer key")
+    parser.add_argument(
+        "--ready-file", type=Path, default=None, help="once listening, write the base URL here (for --port 0)"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     try:
@@ -209,8 +212,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     signal.signal(signal.SIGTERM, _exit_on_signal)
     signal.signal(signal.SIGINT, _exit_on_signal)
-    ScriptedServer(script, host=args.host, port=args.port, api_key=args.api_key).serve_forever()
+    server = ScriptedServer(script, host=args.host, port=args.port, api_key=args.api_key)
+    if args.ready_file is not None:
+        write_ready_file(args.ready_file, server.base_url)
+    server.serve_forever()
     return 0
+
+
+def write_ready_file(path: Path, base_url: str) -> None:
+    """`base_url` in `path`, whole or not at all: a reader never sees half a URL."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(base_url + "\n")
+    partial.replace(path)
 
 
 if __name__ == "__main__":
