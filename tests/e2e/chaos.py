@@ -28,6 +28,7 @@ import httpx
 
 from benchmarks.registry import get_benchmark
 from sandbox.registry import get_backend
+from tests.e2e.disks import remove_left_disks
 from tests.e2e.stores import LocalPostgres, LocalRedis
 from tests.helpers import tar_of
 from tests.servers import ServiceProcess, free_port, service_env, start_service
@@ -192,6 +193,9 @@ def chaos_cluster(
 def _stop_workers(cluster: ChaosCluster) -> None:
     for name in list(cluster.workers):
         cluster.kill_worker(name)
+    # The cleanup a worker runs as it starts, for the disks the killed ones left mounted.
+    for work in [*cluster.root.glob("w-*/work"), Path(cluster.service_env["CLADE_DATA_DIR"]) / "work"]:
+        remove_left_disks(work)
 
 
 def _remove_sandboxes(cluster: ChaosCluster) -> None:

@@ -17,6 +17,7 @@ import pytest
 import redis
 
 from benchmarks.registry import get_benchmark
+from tests.e2e.disks import remove_left_disks
 from tests.servers import ServiceProcess, service_env, start_service
 from worker.curriculum import Curriculum, build_script
 from worker.llm.scripted import ScriptedServer
@@ -60,6 +61,7 @@ class Cluster:
     llm_url: str
     root: Path
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    names: set[str] = field(default_factory=set)
     # Worker names carry it: tests find a worker's sandboxes by its owner label, so another
     # test's (or another session's) worker of the same name must not share it.
     tag: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
@@ -68,12 +70,16 @@ class Cluster:
         """The sandbox owner label of the worker started as `name`."""
         return f"worker-{name}-{self.tag}"
 
+    def worker_data_dir(self, name: str) -> Path:
+        return self.root / f"worker-{name}"
+
     def start_worker(self, name: str = "e2e") -> subprocess.Popen[bytes]:
         """A worker as on another machine: its own data dir; only URLs and the worker token.
-        Starting `name` again is the same machine coming back."""
+        Starting `name` again is the same machine coming back, on the same data dir: it removes
+        what a killed predecessor left there (its sandboxes' loop-mounted disks) as it starts."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("CLADE_")}
         env |= {
-            "CLADE_DATA_DIR": str(self.root / f"worker-{name}-{len(self.workers)}"),
+            "CLADE_DATA_DIR": str(self.worker_data_dir(name)),
             "CLADE_BROKER_URL": self.broker_url,
             "CLADE_SERVICE_URL": self.service.url,
             "CLADE_WORKER_TOKEN": self.service.secrets["worker_token"],
@@ -82,6 +88,7 @@ class Cluster:
             "CLADE_BROKER_VISIBILITY_TIMEOUT_S": self.service.env["CLADE_BROKER_VISIBILITY_TIMEOUT_S"],
         }
         log = (self.root / f"worker-{name}-{len(self.workers)}.log").open("wb")
+        self.names.add(name)
         unique = f"{name}-{self.tag}"
         process = subprocess.Popen(
             [sys.executable, "-m", "cli.main", "worker", "--concurrency", "2", "--name", unique],
@@ -145,6 +152,10 @@ def cluster_factory(tmp_path: Path) -> Iterator[object]:
                     process.wait(timeout=30)
                 except subprocess.TimeoutExpired:
                     os.killpg(process.pid, signal.SIGKILL)
+        # What a worker killed last (no successor started on its data dir) left mounted: the
+        # cleanup a worker runs as it starts, so that pytest can remove the test's folder.
+        for name in cluster.names:
+            remove_left_disks(cluster.worker_data_dir(name) / "work")
         cluster.service.stop()
     for server in servers:
         server.__exit__(None, None, None)
