@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +52,32 @@ def listening_socket(port: int = 0) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def on_a_free_port(
+    start: Callable[[int], subprocess.Popen[bytes]],
+    ready: Callable[[int], bool],
+    what: str,
+    *,
+    timeout_s: float = 120,
+    attempts: int = 5,
+) -> tuple[subprocess.Popen[bytes], int]:
+    """A server that can neither take a bound socket nor report the port it got (Flower, a worker's
+    metrics), started on a free port, and on another while it exits before it is ready: another
+    process took the port between the pick and its bind. Returns the process and its port."""
+    for _ in range(attempts):
+        port = free_port()
+        process = start(port)
+        deadline = time.monotonic() + timeout_s
+        while process.poll() is None:
+            if ready(port) and process.poll() is None:
+                return process, port
+            if time.monotonic() > deadline:
+                process.kill()
+                process.wait(timeout=30)
+                raise RuntimeError(f"{what} was not ready on port {port} within {timeout_s:.0f}s")
+            time.sleep(0.2)
+    raise RuntimeError(f"{what} exited before it was ready, on each of {attempts} free ports; see its log")
 
 
 # The server and role that .ci/run sets up; point CLADE_TEST_POSTGRES_URL elsewhere to use another.

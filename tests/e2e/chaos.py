@@ -31,7 +31,7 @@ from sandbox.registry import get_backend
 from tests.e2e.disks import remove_left_disks
 from tests.e2e.stores import LocalPostgres, LocalRedis
 from tests.helpers import tar_of
-from tests.servers import ServiceProcess, free_port, service_env, start_service
+from tests.servers import ServiceProcess, service_env, start_service
 from worker.curriculum import Curriculum, build_script
 from worker.llm.scripted import ScriptedServer
 
@@ -151,13 +151,13 @@ def chaos_cluster(
     """The stores, the scripted model and the service (no worker yet); all stopped on exit,
     and every sandbox of the cluster's workers removed."""
     with ExitStack() as stack:
-        local_redis = LocalRedis(root / "redis", free_port()) if redis else None
+        local_redis = LocalRedis(root / "redis") if redis else None
         local_postgres = None
         if postgres:
             # Not under pytest's folders (mode 0700): Postgres runs as its own user.
             folder = Path(tempfile.mkdtemp(prefix="clade-chaos-pg-", dir="/tmp"))
             stack.callback(shutil.rmtree, folder, ignore_errors=True)
-            local_postgres = LocalPostgres(folder, free_port())
+            local_postgres = LocalPostgres(folder)
         for store in (local_redis, local_postgres):
             if store is not None:
                 store.start()

@@ -12,7 +12,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.conftest import Cluster, wait_for
-from tests.servers import free_port
+from tests.servers import on_a_free_port
 from worker.curriculum import Curriculum
 
 
@@ -21,24 +21,33 @@ def test_flower_lists_a_worker_and_metrics_read_the_redis_queue(
 ) -> None:
     cluster = cluster_factory(Curriculum())
     cluster.start_worker("flower")
-    port = free_port()
     # As compose.yaml runs it; the API answers without a login only when told to (Flower 2).
     env = os.environ | {"FLOWER_UNAUTHENTICATED_API": "true"}
-    with (tmp_path / "flower.log").open("wb") as log:
-        flower = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                f"--broker={cluster.broker_url}",
-                "flower",
-                f"--port={port}",
-                "--address=127.0.0.1",
-            ],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+
+    def start(port: int) -> subprocess.Popen[bytes]:
+        with (tmp_path / "flower.log").open("ab") as log:
+            return subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    f"--broker={cluster.broker_url}",
+                    "flower",
+                    f"--port={port}",
+                    "--address=127.0.0.1",
+                ],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+
+    def answers(port: int) -> bool:
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/healthcheck", timeout=10).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    flower, port = on_a_free_port(start, answers, "Flower")
     try:
 
         def workers() -> list[str]:

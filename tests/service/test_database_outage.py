@@ -12,7 +12,7 @@ from tests.servers import app_service, free_port, service_env
 
 def test_a_database_restart_is_a_503_then_answers_again(tmp_path: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="clade-outage-pg-", dir="/tmp") as folder:
-        postgres = LocalPostgres(Path(folder), free_port())
+        postgres = LocalPostgres(Path(folder))
         postgres.start()
         try:
             env = service_env(tmp_path / "data", postgres.url, free_port())

@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from contracts.jobs import EVALUATE_TASK
 from tests.logs_capture import json_log_lines
-from tests.servers import free_port
+from tests.servers import free_port, on_a_free_port
 from tests.worker.harness import EvaluationStack
 from worker.metrics import TimedBackend, WorkerMetrics
 from worker.tasks import register_tasks
@@ -79,23 +79,33 @@ def test_an_evaluation_job_is_counted_and_followed_by_its_ids(stack: EvaluationS
 
 
 def test_clade_worker_serves_metrics_from_every_process(tmp_path: Path) -> None:
-    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLADE_", "PROMETHEUS_"))} | {
         "CLADE_DATA_DIR": str(tmp_path / "worker"),
         "CLADE_SERVICE_URL": f"http://127.0.0.1:{free_port()}",
         "CLADE_WORKER_TOKEN": "unused",
         "CLADE_LLM_BASE_URL": "http://127.0.0.1:9/v1",
-        "CLADE_WORKER_METRICS_PORT": str(port),
         "CLADE_LOG_FORMAT": "json",
     }
     log_path = tmp_path / "worker.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "worker", "--concurrency", "2", "--name", f"metrics-{port}"],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+
+    def start(port: int) -> subprocess.Popen[bytes]:
+        log_path.unlink(missing_ok=True)  # the log of this start only
+        argv = [sys.executable, "-m", "cli.main", "worker", "--concurrency", "2", "--name", f"metrics-{port}"]
+        with log_path.open("wb") as log:
+            return subprocess.Popen(
+                argv,
+                env=env | {"CLADE_WORKER_METRICS_PORT": str(port)},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+
+    def answers(port: int) -> bool:
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    process, port = on_a_free_port(start, answers, "the worker's metrics server")
     try:
         text = wait_for_metrics(f"http://127.0.0.1:{port}/metrics", process, deadline_s=60)
         ready = wait_for_line(log_path, "ready.", deadline_s=60)
