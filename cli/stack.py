@@ -48,15 +48,6 @@ class Stack:
                 raise RuntimeError(f"the {name} process exited with {process.returncode}; see {log}")
 
 
-def free_port() -> int:
-    """A port nothing listens on now (another process may take it before it is bound)."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def listening_socket(host: str) -> socket.socket:
     """A socket listening on a port of `host` that the kernel picks: handed to the service so that
     no other process can take the port between picking it and serving on it."""

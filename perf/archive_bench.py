@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from service.archive.git_store import GitStore
 from service.db.migrate import upgrade
 from service.db.models import Agent, RunAgent
-from tests.servers import free_port, fresh_postgres_database, service_env, start_service
+from tests.servers import fresh_postgres_database, service_env, start_service
 from tests.service.helpers import open_step_in
 
 FILES = 1000
@@ -126,7 +126,7 @@ def main() -> None:
         seed_dir = root / "seed"
         seed_dir.mkdir()
         make_seed(seed_dir)
-        service = start_service(service_env(data, url, free_port()))
+        service = start_service(service_env(data, url, 0))
         try:
             with service.admin as admin:
                 subprocess.run(["tar", "czf", str(root / "seed.tgz"), "-C", str(seed_dir), "."], check=True)

@@ -20,13 +20,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cli.client import ApiClient
 from cli.seeds import pack_agent
-from cli.stack import SEED_AGENT_DIR, free_port, local_stack
+from cli.stack import SEED_AGENT_DIR, local_stack
 from contracts.settings import Settings
 
 
 def measure(slots: int, subset: str) -> tuple[int, float]:
     with tempfile.TemporaryDirectory(prefix="clade-throughput-") as tmp:
-        settings = Settings(data_dir=Path(tmp), service_url=f"http://127.0.0.1:{free_port()}").with_tokens()
+        settings = Settings(data_dir=Path(tmp), service_url="http://127.0.0.1:0").with_tokens()
         with local_stack(settings, concurrency=slots) as stack:
             assert settings.admin_token is not None
             client = ApiClient(stack.service_url, settings.admin_token.get_secret_value())

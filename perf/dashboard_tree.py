@@ -38,7 +38,7 @@ from perf.archive_bench import database, fast_import_lineage  # noqa: E402
 from service.archive.git_store import GitStore  # noqa: E402
 from service.db.migrate import upgrade  # noqa: E402
 from service.db.models import Agent, RunAgent  # noqa: E402
-from tests.servers import ServiceProcess, free_port, service_env, start_service  # noqa: E402
+from tests.servers import ServiceProcess, service_env, start_service  # noqa: E402
 from tests.web.conftest import CHROMIUM, CHROMIUM_ARGS, DIST, WIDE  # noqa: E402
 from tests.web.recorded import seed_tar  # noqa: E402
 
@@ -203,7 +203,7 @@ def main() -> None:
     ):
         root = Path(tmp)
         upgrade(url)
-        service = start_service(service_env(root / "data", url, free_port()))
+        service = start_service(service_env(root / "data", url, 0))
         try:
             print(f"building {args.agents} agents ...", flush=True)
             run = build_run(service, url, args.agents, rng)

@@ -33,7 +33,7 @@ from benchmarks.registry import get_benchmark
 from tests.e2e.conftest import Cluster, claim_redis_db, release_redis_db
 from tests.e2e.hostile import HostileLoad, HostileMix
 from tests.e2e.test_hostile_clients import A, B, import_big_agent, start_run
-from tests.servers import free_port, service_env, start_service
+from tests.servers import service_env, start_service
 from worker.curriculum import Curriculum, build_script
 from worker.llm.scripted import ScriptedServer
 
@@ -58,7 +58,7 @@ def cluster(root: Path) -> Iterator[Cluster]:
         env = service_env(
             root / "service",
             f"sqlite:///{root / 'clade.db'}",
-            free_port(),
+            0,
             CLADE_BROKER_URL=broker,
             CLADE_RUN_DRIVER_ENABLED="true",
             CLADE_DRIVER_INTERVAL_S="0.5",

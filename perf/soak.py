@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from cli.client import ApiClient
 from cli.demo import DEMO_CONFIG
 from cli.seeds import pack_agent
-from cli.stack import SEED_AGENT_DIR, Stack, free_port, local_stack
+from cli.stack import SEED_AGENT_DIR, Stack, local_stack
 from contracts.settings import Settings
 from sandbox.base import OWNER_LABEL
 
@@ -106,7 +106,7 @@ def soak(minutes: float, sample_s: float) -> None:
     samples: list[Sample] = []
     runs: list[tuple[str, str, float, int]] = []
     with tempfile.TemporaryDirectory(prefix="clade-soak-") as tmp:
-        settings = Settings(data_dir=Path(tmp), service_url=f"http://127.0.0.1:{free_port()}").with_tokens()
+        settings = Settings(data_dir=Path(tmp), service_url="http://127.0.0.1:0").with_tokens()
         with local_stack(settings, concurrency=2) as stack:
             assert settings.admin_token is not None
             client = ApiClient(stack.service_url, settings.admin_token.get_secret_value())
