@@ -57,7 +57,7 @@ def test_flower_lists_a_worker_and_metrics_read_the_redis_queue(
                 return []
             return sorted(response.json()) if response.status_code == 200 else []
 
-        names = wait_for(workers, 60, "Flower to list the worker", cluster)
+        names = wait_for(workers, 180, "Flower to list the worker", cluster)
     finally:
         flower.terminate()
         flower.wait(timeout=30)

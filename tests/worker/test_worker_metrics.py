@@ -107,8 +107,8 @@ def test_clade_worker_serves_metrics_from_every_process(tmp_path: Path) -> None:
 
     process, port = on_a_free_port(start, answers, "the worker's metrics server")
     try:
-        text = wait_for_metrics(f"http://127.0.0.1:{port}/metrics", process, deadline_s=60)
-        ready = wait_for_line(log_path, "ready.", deadline_s=60)
+        text = wait_for_metrics(f"http://127.0.0.1:{port}/metrics", process, deadline_s=180)
+        ready = wait_for_line(log_path, "ready.", deadline_s=180)
         # What the running worker wrote, read before Celery's shutdown banner (plain text);
         # a line still being written is left out.
         running_log = log_path.read_text().rpartition("\n")[0]
