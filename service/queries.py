@@ -23,9 +23,9 @@ from service.api.schemas import (
     StageScorePublic,
 )
 from service.db.models import Agent, Evaluation, LLMUsage, Run, RunAgent, StageScore, Step
-from service.driver.plan import stored_plan
 from service.leases import outstanding
 from service.lifecycle import STEP_IN_FLIGHT, MemberStatus
+from service.plan import stored_plan
 from service.runs import elapsed_seconds
 
 

@@ -19,7 +19,7 @@ from service.db.engine import make_engine, make_session_factory
 from service.db.migrate import upgrade
 from service.db.models import Evaluation, Run, RunAgent, Step
 from service.driver.loop import RunDriver
-from service.driver.plan import plan_run
+from service.plan import plan_run
 from service.results import record_evaluation
 from service.runs import create_run
 from tests.helpers import write_agent

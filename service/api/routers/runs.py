@@ -32,8 +32,8 @@ from service.api.schemas import (
 from service.archive.export import agent_metadata, export_top, file_member, predictions_jsonl
 from service.db.models import Event, LLMUsage
 from service.driver.estimate import PlannedRun, planned_run
-from service.driver.plan import plan_run
 from service.experience import ExperiencePool
+from service.plan import plan_run
 
 router = APIRouter(
     prefix="/api/runs", tags=["runs"], route_class=CheckedRoute, responses=error_responses(401, 422)

@@ -1,6 +1,7 @@
 """A run's plan: its configuration validated once, into what the driver acts on.
 
-`plan_run` checks everything a configuration needs before a run is stored (the
+This module is the one door to a run: the API, its preview and the simulator all validate a
+configuration with `plan_run`, and `service.runs.create_run` stores only a plan. `plan_run` checks everything a configuration needs before a run is stored (the
 benchmark loads with its options, each stage has known tasks, the selection
 strategy takes its parameters, the time limits fit the broker) and raises
 ConfigFieldError naming the field at fault; the API answers 422 at that path.
@@ -34,7 +35,6 @@ from contracts.config import (
     StageConfig,
 )
 from service.db.models import Run
-from service.driver.dispatch import evaluate_time_limit, improve_time_limit
 from service.selection import SelectionStrategy, UnknownStrategyError, make_strategy
 
 
@@ -64,6 +64,16 @@ class TimeLimits:
 
     improve_s: int
     evaluate_s: int
+
+
+def improve_time_limit(limits: LimitsConfig) -> int:
+    """Diagnosis, the improver's run and the child's validation."""
+    return limits.improve_timeout_s + 2 * limits.test_timeout_s + limits.overhead_s
+
+
+def evaluate_time_limit(limits: LimitsConfig) -> int:
+    """The agent's run and the grading."""
+    return limits.solve_timeout_s + limits.test_timeout_s + limits.overhead_s
 
 
 @dataclass(frozen=True)
