@@ -75,7 +75,7 @@ class World:
         )
         with self.sessions.begin() as session:
             plan = plan_run(config, catalog=self.catalog, visibility_timeout_s=10**6)
-            return create_run(session, config=plan.config, stage_tasks=plan.stage_tasks).id
+            return create_run(session, plan=plan).id
 
     def answer(
         self, job: EvaluateJob, resolved: bool, usd: float = 0.0, result: EvaluationResult | None = None

@@ -57,7 +57,7 @@ def create_run(config: RunConfig, session: SessionDep, services: ServicesDep) ->
     plan = plan_run(
         config, catalog=services.catalog, visibility_timeout_s=services.settings.broker_visibility_timeout_s
     )
-    run = runs.create_run(session, config=plan.config, stage_tasks=plan.stage_tasks)
+    run = runs.create_run(session, plan=plan)
     session.commit()
     return queries.run_detail(session, run=run)
 
