@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from contracts.errors import NotFoundError
 from contracts.intervals import wilson
+from contracts.scores import ScoreCounts, fraction
 from service.api.schemas import (
     AgentDetail,
     AgentInRun,
@@ -100,8 +101,7 @@ def _run_fields(session: Session, run: Run) -> dict[str, object]:
     )
     best_id = next(iter(top_agents(session, run_id=run.id, k=1)), None)
     best = session.get(RunAgent, (run.id, best_id)) if best_id is not None else None
-    best_low, best_high = _interval(best.resolved, best.attempted) if best else (None, None)
-    heldout_low, heldout_high = _interval(best.heldout_resolved, best.heldout_total) if best else (None, None)
+    counts = ScoreCounts.of(best) if best else ScoreCounts()
     reused = session.scalar(
         select(func.count())
         .select_from(Evaluation)
@@ -131,11 +131,11 @@ def _run_fields(session: Session, run: Run) -> dict[str, object]:
             steps_in_flight=in_flight or 0,
             best_score=best.score if best else None,
             best_agent_id=best_id,
-            best_score_low=best_low,
-            best_score_high=best_high,
-            best_heldout_score=_fraction(best.heldout_resolved, best.heldout_total) if best else None,
-            best_heldout_low=heldout_low,
-            best_heldout_high=heldout_high,
+            best_score_low=counts.score_low,
+            best_score_high=counts.score_high,
+            best_heldout_score=fraction(counts.heldout_resolved, counts.heldout_total),
+            best_heldout_low=counts.heldout_low,
+            best_heldout_high=counts.heldout_high,
             evaluations_reused=reused or 0,
         ),
     }
@@ -302,8 +302,6 @@ def top_agents(session: Session, *, run_id: str, k: int) -> list[str]:
 
 
 def _run_agent_public(row: RunAgent) -> RunAgentPublic:
-    score_low, score_high = _interval(row.resolved, row.attempted)
-    heldout_low, heldout_high = _interval(row.heldout_resolved, row.heldout_total)
     return RunAgentPublic(
         id=row.agent_id,
         parent_id=row.parent_id,
@@ -315,32 +313,14 @@ def _run_agent_public(row: RunAgent) -> RunAgentPublic:
         step=row.step_number,
         created_at=row.created_at,
         second_parent_id=row.second_parent_id,
-        resolved=row.resolved,
-        attempted=row.attempted,
-        score_low=score_low,
-        score_high=score_high,
         epoch=row.epoch,
-        heldout_resolved=row.heldout_resolved,
-        heldout_total=row.heldout_total,
-        heldout_score=_fraction(row.heldout_resolved, row.heldout_total),
-        heldout_low=heldout_low,
-        heldout_high=heldout_high,
+        heldout_score=fraction(row.heldout_resolved, row.heldout_total),
         island=row.island,
         niche=row.niche,
         group=row.group_id,
-        same_as=row.same_as,
         meta_changed=row.meta_changed,
+        **ScoreCounts.of(row).model_dump(),
     )
-
-
-def _fraction(resolved: int | None, total: int | None) -> float | None:
-    return resolved / total if resolved is not None and total else None
-
-
-def _interval(resolved: int | None, total: int | None) -> tuple[float | None, float | None]:
-    if resolved is None or not total:
-        return None, None
-    return wilson(resolved, total)
 
 
 def lineage_ids(session: Session, *, agent_id: str) -> list[str]:
@@ -404,22 +384,5 @@ def _agent_in_run(session: Session, member: RunAgent) -> AgentInRun:
         evaluations=[EvaluationPublic.model_validate(e, from_attributes=True) for e in evaluations],
         usd=float(usd),
         tokens=int(tokens),
-        **member_counts(member),
+        **ScoreCounts.of(member).model_dump(),
     )
-
-
-def member_counts(member: RunAgent) -> dict[str, int | float | str | None]:
-    """An agent's counts in a run with their 95% Wilson intervals (API answers and metadata.json)."""
-    score_low, score_high = _interval(member.resolved, member.attempted)
-    heldout_low, heldout_high = _interval(member.heldout_resolved, member.heldout_total)
-    return {
-        "resolved": member.resolved,
-        "attempted": member.attempted,
-        "score_low": score_low,
-        "score_high": score_high,
-        "heldout_resolved": member.heldout_resolved,
-        "heldout_total": member.heldout_total,
-        "heldout_low": heldout_low,
-        "heldout_high": heldout_high,
-        "same_as": member.same_as,
-    }
