@@ -32,6 +32,7 @@ CREATED_LABEL = f"{LABEL_PREFIX}.created"
 # instead: a fork bomb refilling its pids limit on a busy 2-core machine took more than 10 s.
 KILL_GRACE_S = 30.0
 
+
 class DockerBackend:
     """Starts `DockerSandbox`es.
 

@@ -29,8 +29,8 @@ from service.archive.limits import TooLargeError
 from service.archive.store import Archive
 from service.db.models import Event, Run, RunAgent, Step
 from service.driver.parents import candidates
-from service.driver.plan import RunPlan
 from service.lifecycle import StepStatus
+from service.plan import RunPlan
 from service.results import reject_step
 
 CROSSOVER = "crossover"

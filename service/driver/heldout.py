@@ -17,9 +17,9 @@ from sqlalchemy.orm import Session
 
 from contracts.intervals import wilson
 from service.db.models import Evaluation, Event, Run, RunAgent
-from service.driver.plan import RunPlan
 from service.driver.reuse import HELDOUT, create_evaluations
 from service.lifecycle import EvaluationStatus, MemberStatus
+from service.plan import RunPlan
 from service.queries import top_agents
 
 STARTED = "heldout_started"

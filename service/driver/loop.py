@@ -38,9 +38,9 @@ from service.driver import budget, crossover, epochs, heldout, search
 from service.driver.dispatch import Dispatcher
 from service.driver.failures import failure_to_diagnose, parent_records
 from service.driver.parents import choose_parent
-from service.driver.plan import RunPlan, stored_plan
 from service.driver.stages import Verdict, admit, advance
 from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus, StepStatus
+from service.plan import RunPlan, stored_plan
 from service.results import give_up_evaluation, give_up_step
 from service.runs import complete
 from service.steps import improve_kind, open_step

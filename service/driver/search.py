@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session
 
 from service import experience
 from service.db.models import Evaluation, Event, Run, RunAgent, Step
-from service.driver.plan import RunPlan
 from service.lifecycle import STEP_IN_FLIGHT, EvaluationStatus, MemberStatus
+from service.plan import RunPlan
 from service.selection import Candidate, GroupEvolution, Islands, MapElites
 
 MIGRATION = "island_migration"

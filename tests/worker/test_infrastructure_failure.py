@@ -25,7 +25,7 @@ from contracts.config import LimitsConfig
 from contracts.jobs import EVALUATE_TASK
 from contracts.records import EvaluationResult
 from sandbox.docker_backend import DockerBackend
-from service.driver.dispatch import evaluate_time_limit
+from service.plan import evaluate_time_limit
 from tests.benchmarks.swebench.fixture_set import instance_rows, repositories, write_jsonl
 from tests.helpers import CLOSED_REGISTRY
 from tests.worker.harness import DEFAULT_LIMITS, evaluation_stack
