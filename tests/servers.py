@@ -40,6 +40,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@contextmanager
+def closed_port() -> Iterator[int]:
+    """A port that refuses every connection while the block runs: bound here and never listened
+    on, so no other process can start serving on it meanwhile (as on a busy machine)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])
+
+
 def listening_socket(port: int = 0) -> socket.socket:
     """A TCP socket listening on 127.0.0.1:`port` (0: one the kernel picks), to hand to a server
     process: bound here, so no other process can take the port before the server serves on it."""

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from cli.demo import next_steps
 from tests.helpers import import_seed, write_agent
-from tests.servers import ServiceProcess, free_port
+from tests.servers import ServiceProcess, closed_port
 
 
 def clade(service_url: str, data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -109,8 +109,8 @@ def test_invalid_config_names_the_field(live_service: ServiceProcess, tmp_path: 
 
 
 def test_unreachable_service_is_a_clear_error(tmp_path: Path) -> None:
-    url = f"http://127.0.0.1:{free_port()}"
-    result = clade(url, tmp_path, "run", "list")
+    with closed_port() as port:
+        result = clade(f"http://127.0.0.1:{port}", tmp_path, "run", "list")
     assert result.returncode == 1
     assert "cannot reach the Clade service" in result.stderr and "clade serve" in result.stderr
     assert "Traceback" not in result.stderr

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.servers import ServiceProcess, free_port
+from tests.servers import ServiceProcess, closed_port
 from worker.llm.script import Script
 from worker.llm.scripted import ScriptedServer
 
@@ -39,6 +39,7 @@ def by_name(output: str) -> dict[str, dict[str, Any]]:
     return {check["name"]: check for check in report["checks"]}
 
 
+@pytest.mark.docker  # the engine is one of the checks
 def test_a_healthy_machine_passes_every_check(live_service: ServiceProcess) -> None:
     with ScriptedServer(Script()) as model:
         env = live_service.env | {"CLADE_BROKER_URL": REDIS_URL, "CLADE_LLM_BASE_URL": model.base_url}
@@ -58,38 +59,39 @@ def test_a_healthy_machine_passes_every_check(live_service: ServiceProcess) -> N
     assert checks["images"]["status"] in ("ok", "warn")  # present, or missing with the command to build them
 
 
+@pytest.mark.docker  # the engine must pass: these failures are the only ones
 def test_closed_ports_and_a_wrong_token_are_failures_with_advice(live_service: ServiceProcess) -> None:
-    closed = free_port()
-    env = live_service.env | {
-        "CLADE_BROKER_URL": f"redis://127.0.0.1:{closed}/0",
-        "CLADE_DATABASE_URL": f"postgresql+psycopg://clade:secret@127.0.0.1:{closed}/clade",
-        "CLADE_LLM_BASE_URL": f"http://127.0.0.1:{closed}/v1",
-        "CLADE_WORKER_TOKEN": "not-the-worker-token",
-    }
-    result = doctor(env, "--json", "doctor")
-    assert result.returncode == 1
-    checks = by_name(result.stdout)
-    failed = {name for name, check in checks.items() if check["status"] == "fail"}
-    assert failed == {"broker", "database", "llm", "worker token"}
-    assert checks["broker"]["advice"] == "start Redis, or fix CLADE_BROKER_URL"
-    assert (
-        "secret" not in checks["database"]["detail"]
-        and "fix CLADE_DATABASE_URL" in checks["database"]["advice"]
-    )
-    assert "CLADE_LLM_BASE_URL" in checks["llm"]["advice"]
-    assert checks["worker token"]["advice"] == "set CLADE_WORKER_TOKEN to the service's value"
-    assert checks["admin token"]["status"] == "ok"
+    with closed_port() as closed:
+        env = live_service.env | {
+            "CLADE_BROKER_URL": f"redis://127.0.0.1:{closed}/0",
+            "CLADE_DATABASE_URL": f"postgresql+psycopg://clade:secret@127.0.0.1:{closed}/clade",
+            "CLADE_LLM_BASE_URL": f"http://127.0.0.1:{closed}/v1",
+            "CLADE_WORKER_TOKEN": "not-the-worker-token",
+        }
+        result = doctor(env, "--json", "doctor")
+        assert result.returncode == 1
+        checks = by_name(result.stdout)
+        failed = {name for name, check in checks.items() if check["status"] == "fail"}
+        assert failed == {"broker", "database", "llm", "worker token"}
+        assert checks["broker"]["advice"] == "start Redis, or fix CLADE_BROKER_URL"
+        assert (
+            "secret" not in checks["database"]["detail"]
+            and "fix CLADE_DATABASE_URL" in checks["database"]["advice"]
+        )
+        assert "CLADE_LLM_BASE_URL" in checks["llm"]["advice"]
+        assert checks["worker token"]["advice"] == "set CLADE_WORKER_TOKEN to the service's value"
+        assert checks["admin token"]["status"] == "ok"
 
-    # Without the service, and as people read it: one line per check, with what to do.
-    env["CLADE_SERVICE_URL"] = f"http://127.0.0.1:{closed}"
-    lines = doctor(env, "doctor", "--no-llm").stdout.splitlines()
-    service = next(line for line in lines if line.split()[1] == "service")
-    assert service.startswith("fail service") and "start it with `clade serve`" in service
-    assert [line.split()[1] for line in lines] == [
-        "docker",
-        "images",
-        "broker",
-        "database",
-        "service",
-        "disk",
-    ]
+        # Without the service, and as people read it: one line per check, with what to do.
+        env["CLADE_SERVICE_URL"] = f"http://127.0.0.1:{closed}"
+        lines = doctor(env, "doctor", "--no-llm").stdout.splitlines()
+        service = next(line for line in lines if line.split()[1] == "service")
+        assert service.startswith("fail service") and "start it with `clade serve`" in service
+        assert [line.split()[1] for line in lines] == [
+            "docker",
+            "images",
+            "broker",
+            "database",
+            "service",
+            "disk",
+        ]

@@ -36,6 +36,7 @@ def _wait_until_worker_ready(stack: Stack, timeout_s: float = 180) -> None:
     )
 
 
+@pytest.mark.docker  # the stack's worker starts only with an engine
 def test_the_service_never_holds_the_model_key_and_its_files_are_private(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
