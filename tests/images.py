@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -31,7 +31,7 @@ class ImageMissing(LookupError):
     """An image the suite needs is not built; the message names it."""
 
 
-def missing(what: str) -> None:
+def missing(what: str) -> NoReturn:
     """Fail the test at once: `what` is not built, and here is the command that builds it."""
     pytest.fail(
         f"{what} is not built; build the suite's images before the tests with `{BUILD_COMMAND}`"
