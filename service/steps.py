@@ -5,8 +5,9 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from service import lifecycle
-from service.db.models import Agent, Event, Step
+from contracts.events import StepOpened
+from service import events, lifecycle
+from service.db.models import Agent, Step
 from service.runs import new_id
 
 
@@ -16,7 +17,7 @@ def open_step(session: Session, *, run_id: str, parent_id: str, kind: str = "imp
     step = Step(id=new_id(), run_id=run_id, number=number, parent_id=parent_id, kind=kind)
     lifecycle.open_step(step)
     session.add(step)
-    session.add(Event(run_id=run_id, kind="step_opened", payload={"step": number, "parent_id": parent_id}))
+    events.emit(session, StepOpened(step=number, parent_id=parent_id), run_id=run_id)
     return step
 
 
