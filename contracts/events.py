@@ -145,6 +145,8 @@ class EvaluationDone(Payload):
 
 
 class AgentVerdict(Payload):
+    """An agent's verdict after its stages (admitted or rejected)."""
+
     agent_id: str = Field(description="The agent.")
     score: float | None = Field(description="Its selection score (resolved / attempted over its stages).")
     reason: str | None = Field(description="Why it was rejected (the stage it failed); null when admitted.")
@@ -173,11 +175,15 @@ class AgentRescored(Payload):
 
 
 class StageUtility(Payload):
+    """One stage of an epoch's utility."""
+
     tasks: int = Field(description="The stage's number of tasks.")
     threshold: float = Field(description="The share it must resolve to go on.")
 
 
 class Utility(Payload):
+    """What an epoch scores agents by: its stages and its judge."""
+
     version: int = Field(description="The epoch's number: the utility's version.")
     stages: list[StageUtility] = Field(description="The epoch's stages.")
     judge: JudgeConfig | None = Field(description="The epoch's judge; null for test-based grading only.")
@@ -205,6 +211,8 @@ class IslandMigration(Payload):
 
 
 class ExperienceEntry(Payload):
+    """One finished step of a group run, as its experience pool lists it."""
+
     model_config = ConfigDict(extra="forbid")
 
     step: int = Field(description="The step's number.")
@@ -243,6 +251,8 @@ class HeldoutStarted(Payload):
 
 
 class HeldoutScore(Payload):
+    """One agent's score on the held-out tasks."""
+
     resolved: int = Field(description="Held-out evaluations resolved.")
     total: int = Field(description="Held-out evaluations run.")
     low: float = Field(description="The Wilson interval's lower bound of resolved / total.")
