@@ -161,7 +161,7 @@ def _line(entry: ExperienceEntry) -> str:
     parent = f"parent {entry.parent_id[:12]}" + (
         f" (score {entry.parent_score:.2f})" if entry.parent_score is not None else ""
     )
-    if entry.outcome == "failed" or entry.child_id is None:
+    if entry.outcome == StepStatus.FAILED or entry.child_id is None:
         result = f"no child ({entry.reason or 'failed'})"
     else:
         result = f"child {entry.child_id[:12]} {entry.outcome}"
