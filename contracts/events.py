@@ -49,7 +49,9 @@ class SeedImported(Payload):
     run, so no run's feed lists it."""
 
     agent_id: str = Field(description="The seed's commit sha: its agent id.")
-    name: str = Field(description="The seed's name (given, or from its `agent.toml`).")
+    name: str | None = Field(
+        description="The seed's name (given, or from its `agent.toml`); null if neither."
+    )
 
 
 # -- a run's state -------------------------------------------------------------------------------
