@@ -152,7 +152,9 @@ class AgentVerdict(Payload):
     agent_id: str = Field(description="The agent.")
     score: float | None = Field(description="Its selection score (resolved / attempted over its stages).")
     reason: str | None = Field(description="Why it was rejected (the stage it failed); null when admitted.")
-    step: int = Field(description="The number of the step that made it (0: the seed).")
+    step: int | None = Field(
+        description="The number of the step that made it (0: the seed; null: none of this run's)."
+    )
 
 
 class AgentAdmitted(AgentVerdict):
