@@ -10,7 +10,7 @@ from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any
 
-from sandbox.base import SandboxBackend, SandboxError
+from sandbox.base import ImageStore, SandboxBackend, SandboxError
 
 BackendFactory = Callable[..., SandboxBackend]
 
@@ -25,6 +25,7 @@ def _docker(**options: Any) -> SandboxBackend:
     return DockerBackend(**options)
 
 
+DEFAULT_BACKEND = "docker"
 BACKENDS: MappingProxyType[str, BackendFactory] = MappingProxyType({"docker": _docker})
 
 
@@ -40,3 +41,9 @@ def get_backend(name: str, **options: Any) -> SandboxBackend:
         known = ", ".join(backend_names())
         raise UnknownBackend(f"unknown sandbox backend {name!r}; known: {known}") from None
     return factory(**options)
+
+
+def default_images() -> ImageStore:
+    """The image store of the default backend (Docker) on this host's engine (DOCKER_HOST), for
+    a caller given no backend; `SandboxUnavailable` without an engine."""
+    return get_backend(DEFAULT_BACKEND, owner="clade-images").images
