@@ -10,4 +10,9 @@ from sandbox.registry import get_backend
 def local_backend(owner: str) -> SandboxBackend:
     """`CLADE_SANDBOX_BACKEND` with this machine's image cache; `SandboxUnavailable` without an engine."""
     settings = get_settings()
-    return get_backend(settings.sandbox_backend, owner=owner, image_cache_dir=settings.image_cache_dir)
+    return get_backend(
+        settings.sandbox_backend,
+        allow_unsafe=settings.sandbox_allow_unsafe,
+        owner=owner,
+        image_cache_dir=settings.image_cache_dir,
+    )

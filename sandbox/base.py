@@ -156,7 +156,11 @@ class ImageStore(Protocol):
 
 class SandboxBackend(Protocol):
     name: str
-    images: ImageStore
+
+    @property
+    def images(self) -> ImageStore:
+        """The images this backend's sandboxes start from, on the same engine."""
+        ...
 
     def start(self, spec: SandboxSpec) -> Sandbox: ...
 

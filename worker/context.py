@@ -77,6 +77,7 @@ def build_context(settings: Settings, *, owner: str, metrics: WorkerMetrics | No
     backend = TimedBackend(
         get_backend(
             settings.sandbox_backend,
+            allow_unsafe=settings.sandbox_allow_unsafe,
             owner=owner,
             ceiling=ceiling,
             # Grading sandboxes: their read-write folders are watched (see sandbox/disk.py).
