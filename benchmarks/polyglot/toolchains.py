@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 
 from benchmarks.base import BenchmarkError
+from benchmarks.polyglot.image import polyglot_image_tag
 from benchmarks.polyglot.languages import BASE_IMAGE_LANGUAGES, SPECS, LanguageName
 from sandbox.base import LABEL_PREFIX, SandboxBackend, SandboxError, SandboxSpec
 
@@ -70,10 +71,12 @@ class ToolchainImageMissing(SandboxError):
     """The toolchain image is not on this worker's engine."""
 
     def __init__(self, image: str) -> None:
-        super().__init__(
-            f"the image {image} is not on this worker's engine; build it there with "
-            "`clade images build --benchmark polyglot`"
+        how = (
+            "build it there with `clade images build --benchmark polyglot`"
+            if image == polyglot_image_tag()
+            else "build or load it there (the run's `image` option names it)"
         )
+        super().__init__(f"the image {image} is not on this worker's engine; {how}")
         self.image = image
 
 

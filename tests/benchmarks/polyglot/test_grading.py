@@ -186,7 +186,7 @@ def test_rust_is_refused_on_the_base_image(docker: tuple[SandboxBackend, str], t
     with pytest.raises(
         ToolchainMissing,
         match=r"cannot run rust exercises: the image clade/none:x is not on this worker's engine; "
-        r"build it there with `clade images build --benchmark polyglot`",
+        r"build or load it there \(the run's `image` option names it\)",
     ):
         absent.check_environment(absent.tasks()[0], backend)
     assert not backend.images.exists("clade/none:x")
