@@ -15,7 +15,6 @@ from sandbox.base import LABEL_PREFIX, SandboxBackend, SandboxError, SandboxSpec
 # Commands -> the ones the image has.
 ToolchainProbe = Callable[[Sequence[str]], set[str]]
 
-PROBE_OWNER = "clade-polyglot-probe"
 _PROBE_SCRIPT = 'for tool in "$@"; do command -v "$tool" >/dev/null 2>&1 && echo "$tool"; done; exit 0'
 _ALL_TOOLS = tuple(sorted({tool for spec in SPECS.values() for tool in spec.tools}))
 
