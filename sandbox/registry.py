@@ -71,7 +71,10 @@ def backend_entry(name: str) -> BackendEntry:
     if plugin is None:
         known = ", ".join(backend_names())
         raise UnknownBackend(f"unknown sandbox backend {name!r}; known: {known}")
-    entry = plugin.load()
+    try:
+        entry = plugin.load()
+    except (ImportError, AttributeError) as exc:
+        raise UnknownBackend(f"sandbox backend {name!r} ({plugin.value}) cannot be loaded: {exc}") from exc
     if not isinstance(entry, BackendEntry):
         raise UnknownBackend(
             f"sandbox backend {name!r} ({plugin.value}, group {ENTRY_POINT_GROUP}) is not a "

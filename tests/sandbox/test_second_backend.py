@@ -27,7 +27,14 @@ from benchmarks import BrokenTask, find_task
 from benchmarks.polyglot import Polyglot, ToolchainMissing
 from benchmarks.polyglot.image import polyglot_image_tag
 from benchmarks.swebench.testbed import export_repo
-from sandbox.registry import ENTRY_POINT_GROUP, UnsafeBackend, backend_names, get_backend
+from sandbox.registry import (
+    ENTRY_POINT_GROUP,
+    UnknownBackend,
+    UnsafeBackend,
+    backend_entry,
+    backend_names,
+    get_backend,
+)
 from worker.context import ImageProvider
 
 PLUGIN = Path(__file__).parent / "plugin" / "clade_recording_backend.py"
@@ -44,6 +51,11 @@ def install_plugin(site: Path) -> None:
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: clade-recording-backend\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(
         f"[{ENTRY_POINT_GROUP}]\nrecording = clade_recording_backend:BACKEND\n"
+        # Mistakes a package can make: a module that is not there, an object that is no entry;
+        # and a name Clade's own backend has, which a package cannot take over.
+        "missing = clade_no_such_module:BACKEND\n"
+        "bare = clade_recording_backend:RecordingBackend\n"
+        "docker = clade_recording_backend:BACKEND\n"
     )
 
 
@@ -112,6 +124,19 @@ def test_a_backend_without_isolation_needs_the_explicit_flag(recording: Path) ->
     assert calls(recording) == []  # refused before it was made
     get_backend("recording", allow_unsafe=True, owner="t")
     assert calls(recording, "backend") == [{"call": "backend", "owner": "t", "options": []}]
+
+
+def test_a_broken_registration_is_a_clear_error(recording: Path) -> None:
+    with pytest.raises(UnknownBackend, match=r"'missing' \(clade_no_such_module:BACKEND\) cannot be loaded"):
+        get_backend("missing", owner="t")
+    with pytest.raises(UnknownBackend, match=r"'bare' .* is not a sandbox.registry.BackendEntry but type"):
+        get_backend("bare", owner="t")
+    with pytest.raises(
+        UnknownBackend, match=r"unknown sandbox backend 'nope'; known: bare, docker, missing, recording"
+    ):
+        get_backend("nope", owner="t")
+    assert backend_entry("docker").isolated  # Clade's own, not the package's
+    assert calls(recording) == []
 
 
 def test_benchmarks_and_the_worker_get_images_and_sandboxes_from_the_backend(
