@@ -23,7 +23,8 @@ from sqlalchemy.pool import StaticPool
 
 from contracts.config import RunConfig
 from service.db.models import Base, Evaluation, Run, RunAgent, Step
-from service.driver.loop import Outbox, drive
+from service.driver.jobs import Outbox
+from service.driver.tick import drive
 from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus
 from service.queries import top_agents
 from service.runs import change_state, create_run
