@@ -32,8 +32,31 @@ from service.driver.parents import candidates
 from service.driver.plan import RunPlan
 from service.lifecycle import StepStatus
 from service.results import reject_step
+from service.selection.policy import ImproveParts, PolicyDefaults, RunScope
 
 CROSSOVER = "crossover"
+
+
+class Crossover(PolicyDefaults):
+    """Crossover as a run policy: steps opened in a tick may become crossovers, their merges
+    are made before jobs are sent, and a conflicting one's improve job carries the conflicts.
+    Without the archive no step is a crossover."""
+
+    def __init__(self, plan: RunPlan, archive: Archive | None) -> None:
+        self.plan = plan
+        self.archive = archive
+
+    def after_opening(self, scope: RunScope) -> None:
+        if self.archive is not None:
+            pair_steps(scope.session, scope.run, self.plan, first_number=scope.steps_opened + 1)
+
+    def before_dispatch(self, scope: RunScope) -> list[str]:
+        if self.archive is None:
+            return []
+        return merge_pending(scope.session, scope.run, self.plan, self.archive)
+
+    def improve_parts(self, scope: RunScope, step: Step) -> ImproveParts:
+        return ImproveParts(crossover=job_part(self.archive, step))
 
 
 def pair_steps(session: Session, run: Run, plan: RunPlan, *, first_number: int) -> None:

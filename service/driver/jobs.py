@@ -16,13 +16,13 @@ from sqlalchemy.orm import Session
 
 from contracts.jobs import Budget, EvaluateJob, ImproveJob
 from service import job_secrets, leases
-from service.archive.store import Archive
 from service.db.models import Evaluation, Run, Step
-from service.driver import budget, crossover, search
+from service.driver import budget
 from service.driver.failures import failure_to_diagnose, parent_records
 from service.driver.plan import RunPlan
 from service.lifecycle import EvaluationStatus, StepStatus
 from service.results import give_up_evaluation, give_up_step
+from service.selection.policy import ImproveParts, RunScope, SearchPolicy
 
 # A job is sent again if no answer came within its hard time limit plus this margin
 # (CLADE_DRIVER_REDISPATCH_MARGIN_S).
@@ -41,14 +41,13 @@ class Outbox:
 
 
 def dispatch_jobs(
-    session: Session,
-    run: Run,
+    scope: RunScope,
     plan: RunPlan,
     used: budget.Spent,
     outbox: Outbox,
     *,
+    policy: SearchPolicy,
     redispatch_margin_s: float = REDISPATCH_MARGIN_S,
-    archive: Archive | None = None,
 ) -> budget.Room | None:
     """Jobs for the pending steps and evaluations not yet sent, or sent so long ago that the job
     was lost with a broker or worker (ids make a second delivery harmless), each with a lease
@@ -56,6 +55,7 @@ def dispatch_jobs(
     sends without an answer, the step fails and the evaluation counts as unresolved.
 
     Returns the room left if some job was held back for want of it, else None."""
+    session, run = scope.session, scope.run
     now = datetime.now(UTC)
     steps = _due(
         session,
@@ -80,15 +80,17 @@ def dispatch_jobs(
         parallelism=plan.parallelism,
     )
     for step, lease in _leased(session, slicer, steps, now):
-        outbox.improve.append(improve_job(session, run, plan, step, lease, archive=archive))
+        parts = policy.improve_parts(scope, step)
+        outbox.improve.append(improve_job(session, run, plan, step, lease, parts))
     for evaluation, lease in _leased(session, slicer, evaluations, now):
         outbox.evaluate.append(evaluate_job(run, plan, evaluation, lease))
     return slicer.room if slicer.starved else None
 
 
 def improve_job(
-    session: Session, run: Run, plan: RunPlan, step: Step, lease: Budget, *, archive: Archive | None
+    session: Session, run: Run, plan: RunPlan, step: Step, lease: Budget, parts: ImproveParts
 ) -> ImproveJob:
+    """The job that makes `step`'s child; `parts` are what the run's policies add to it."""
     hyper = step.kind == "hyper"
     return ImproveJob(
         run_id=run.id,
@@ -105,8 +107,8 @@ def improve_job(
         if hyper
         else failure_to_diagnose(session, run_id=run.id, parent_id=step.parent_id, step_id=step.id),
         records=parent_records(session, run_id=run.id, parent_id=step.parent_id) if hyper else None,
-        crossover=crossover.job_part(archive, step),
-        experience=search.experience_text(session, run, plan),
+        crossover=parts.crossover,
+        experience=parts.experience,
     )
 
 

@@ -4,18 +4,24 @@ A tick takes each running run one move further along the path of its steps:
 
     advance   evaluating agents go through their stages (the missing evaluations are created)
     admit     agents whose evaluation is over are admitted or rejected, and their steps with them
-    epoch     re-scored agents advance; the next epoch begins when its boundary is due
-    select    parents are chosen among the current epoch's admitted agents, one per free slot
+    (hooks)   the run's policies keep their books (islands, niches, epochs, experience)
+    select    per free slot, the policy's move: a parent drawn among the current epoch's
+              admitted agents, or an agent measured on more tasks
     open      a step is opened for each parent
     dispatch  jobs not yet sent, or lost (unanswered past their time limit), go to the outbox
 
 Admission comes before selection so that an agent admitted in this tick is a candidate, and
 its step's slot free, at once; dispatch comes last so that every job decided in the tick is
 sent in it. A spent budget stops the run before any of this; a run whose children are all
-attempted completes once nothing is in flight (and, with a held-out set, once its top agents
-are scored on it: `service.driver.heldout`). Every job sent carries a lease on the run's
-money and tokens (`service.leases`); a run whose jobs find no room left in its budget, with no
-lease out, completes.
+attempted completes once nothing is in flight and its policies agree (with a held-out set,
+once its top agents are scored on it: `service.driver.heldout`). Every job sent carries a
+lease on the run's money and tokens (`service.leases`); a run whose jobs find no room left in
+its budget, with no lease out, completes.
+
+The tick names no search feature: what a strategy or a run feature (epochs, the held-out
+phase, crossover) does around these moves goes through the run's policy chain
+(`service.driver.policies`, hooks in `service.selection.policy`). A policy may spend a free
+slot on measuring an agent already in the run instead of opening a step (`Measure`).
 """
 
 from __future__ import annotations
@@ -28,13 +34,16 @@ from sqlalchemy.orm import Session
 from service import leases, lifecycle
 from service.archive.store import Archive
 from service.db.models import Run, RunAgent, Step
-from service.driver import budget, crossover, epochs, heldout, search
+from service.driver import budget
 from service.driver.jobs import REDISPATCH_MARGIN_S, Outbox, dispatch_jobs
+from service.driver.measure import measure
 from service.driver.parents import choose_parent
 from service.driver.plan import RunPlan, stored_plan
+from service.driver.policies import run_policy
 from service.driver.stages import Verdict, admit, advance
 from service.lifecycle import MemberStatus
 from service.runs import complete
+from service.selection.policy import Expand, Measure, RunScope, SearchPolicy, Wait
 from service.steps import improve_kind, open_step
 
 log = logging.getLogger("clade.driver")
@@ -56,28 +65,23 @@ def drive(
         log.info("run %s stops: %s", run.id, stop)
         complete(session, run=run, reason=stop)
         return
+    policy = run_policy(plan, archive)
+    scope = RunScope(session=session, run=run, plan=plan, steps_opened=used.steps)
     admit_agents(session, run, advance_agents(session, run, plan))
-    search.after_admission(session, run, plan)
-    epochs.move(session, run, plan, used.steps)
-    reserved = heldout.reserve(session, run, plan) if plan.budget.max_evaluations is not None else 0
+    policy.after_admission(scope)
+    reserved = policy.reserved_evaluations(scope)
     if not budget.children_exhausted(plan.budget, used, reserved_evaluations=reserved):
-        open_steps(session, run, select_parents(session, run, plan, used), improver_mode=plan.improver.mode)
-        search.after_opening(session, run, plan)
-        if archive is not None:
-            crossover.pair_steps(session, run, plan, first_number=used.steps + 1)
+        open_steps(session, run, select_parents(scope, plan, used, policy), improver_mode=plan.improver.mode)
+        policy.after_opening(scope)
     elif (
         _steps_in_flight(session, run) == 0
         and not _agents_evaluating(session, run)
-        and not epochs.rescoring(session, run)
-        and heldout.finished(session, run, plan)  # the top agents scored on held-out tasks first
+        and policy.may_complete(scope)  # e.g. the top agents scored on held-out tasks first
     ):
         complete(session, run=run, reason=_completion_reason(plan, used, reserved))
         return
-    if archive is not None:
-        outbox.refs += crossover.merge_pending(session, run, plan, archive)
-    starved = dispatch_jobs(
-        session, run, plan, used, outbox, redispatch_margin_s=redispatch_margin_s, archive=archive
-    )
+    outbox.refs += policy.before_dispatch(scope)
+    starved = dispatch_jobs(scope, plan, used, outbox, policy=policy, redispatch_margin_s=redispatch_margin_s)
     if starved is not None and leases.outstanding(session, run_id=run.id).leases == 0:
         # Jobs wait for room that only a lease coming back could make, and none is out.
         reason = budget.starved_reason(plan.budget, used, starved)
@@ -98,19 +102,29 @@ def admit_agents(session: Session, run: Run, verdicts: list[Verdict]) -> None:
         admit(session, run, verdict)
 
 
-def select_parents(session: Session, run: Run, plan: RunPlan, used: budget.Spent) -> list[str]:
-    """A parent for each free step slot, within the children budget (none until one is admitted)."""
-    free = min(
+def select_parents(scope: RunScope, plan: RunPlan, used: budget.Spent, policy: SearchPolicy) -> list[str]:
+    """A parent for each free step slot, within the children budget (none until one is admitted);
+    a slot the policy spends on measuring an agent opens no step."""
+    session, run = scope.session, scope.run
+    limits = [
         plan.parallelism - _steps_in_flight(session, run),
         plan.budget.max_children - used.steps,
-        epochs.steps_before_boundary(run, plan, used.steps),
-    )
+    ]
+    allowed = policy.steps_allowed(scope)  # e.g. the steps left before an epoch's boundary
+    free = min(limits if allowed is None else [*limits, allowed])
     parents: list[str] = []
-    for number in range(used.steps + 1, used.steps + 1 + free):
-        parent = choose_parent(session, run, plan, number, parents)
-        if parent is None:
-            break  # the seed is still being scored (or a group run's round is not over)
-        parents.append(parent)
+    for _ in range(max(free, 0)):
+        number = used.steps + 1 + len(parents)
+        match policy.next_move(scope, number, parents):
+            case Wait():
+                break  # e.g. a group run's round is not over
+            case Measure() as move:
+                measure(scope, plan, move)
+            case Expand():
+                parent = choose_parent(session, run, plan, number, parents)
+                if parent is None:
+                    break  # the seed is still being scored
+                parents.append(parent)
     return parents
 
 

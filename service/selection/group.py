@@ -10,9 +10,14 @@ parents already chosen for the group, so the strategy keeps no state and a repla
 same archive draws the same group. Groups are rounds: the driver opens a group's first step
 only once every step of the groups before it has finished.
 
-What the group shares is the run's experience pool (`service.driver.experience`): what the
+What the group shares is the run's experience pool (`service.experience`): what the
 siblings and earlier groups tried, and by how much each change moved the score; every improve
 job of a group carries it. `experience_chars` caps the pool's text.
+
+Bookkeeping (the policy hooks): after admission a new experience version is written if one is
+due; each step opened gets its group id (the group number as text; its children inherit it,
+`Archive.create_child`); a group's first step waits while steps of earlier groups are in
+flight; the draw of a step knows the parents already chosen for its group.
 """
 
 from __future__ import annotations
@@ -22,8 +27,13 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from pydantic import Field
+from sqlalchemy import func, select
 
+from service import experience
+from service.db.models import Step
+from service.lifecycle import STEP_IN_FLIGHT
 from service.selection.base import Candidate, StepContext, StrategyBase, checked, draw
+from service.selection.policy import EXPAND, ImproveParts, Move, RunScope, Wait
 from service.selection.score import ScoreChildProp
 
 
@@ -61,3 +71,51 @@ class GroupEvolution(StrategyBase):
 
     def select_for_step(self, candidates: Sequence[Candidate], rng: random.Random, step: StepContext) -> str:
         return draw(self.probabilities_for_step(candidates, step), rng, 1)[0]
+
+    def after_admission(self, scope: RunScope) -> None:
+        experience.update(scope.session, run_id=scope.run.id, limit_chars=self.experience_chars)
+
+    def after_opening(self, scope: RunScope) -> None:
+        session = scope.session
+        for step in session.scalars(
+            select(Step).where(Step.run_id == scope.run.id, Step.group_id.is_(None))
+        ).all():
+            step.group_id = str(self.group_of_step(step.number))
+        session.flush()
+
+    def next_move(self, scope: RunScope, number: int, chosen: Sequence[str]) -> Move:
+        """Wait while step `number` opens a new group and steps of earlier groups are in flight:
+        a group starts once every earlier one has finished, so its jobs carry what they learned."""
+        if number == 1 or self.steps_of_group(self.group_of_step(number)).start != number:
+            return EXPAND
+        if chosen:
+            return Wait("steps chosen earlier in this tick belong to the group before")
+        in_flight = scope.session.scalar(
+            select(func.count())
+            .select_from(Step)
+            .where(Step.run_id == scope.run.id, Step.number < number, Step.status.in_(STEP_IN_FLIGHT))
+        )
+        return Wait("the group before is still at work") if in_flight else EXPAND
+
+    def step_context(self, scope: RunScope, number: int, chosen: Sequence[str]) -> StepContext:
+        """The step, with the parents already chosen for the other steps of its group: the
+        steps opened before and `chosen`, the parents picked earlier in this tick for the steps
+        just before `number` (not opened yet)."""
+        members = self.steps_of_group(self.group_of_step(number))
+        parents: dict[int, str] = {
+            step_number: parent
+            for step_number, parent in scope.session.execute(
+                select(Step.number, Step.parent_id).where(
+                    Step.run_id == scope.run.id, Step.number >= members.start, Step.number < number
+                )
+            )
+        }
+        first_chosen = number - len(chosen)
+        parents.update({first_chosen + index: parent for index, parent in enumerate(chosen)})
+        siblings = tuple(parents[n] for n in sorted(parents) if n in members and n < number)
+        return StepContext(number=number, siblings=siblings)
+
+    def improve_parts(self, scope: RunScope, step: Step) -> ImproveParts:
+        """The latest experience pool's text (none before any step of the run has finished)."""
+        latest = experience.latest_version(scope.session, run_id=scope.run.id)
+        return ImproveParts(experience=None if latest is None else latest.text)

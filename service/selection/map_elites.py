@@ -17,13 +17,18 @@ unknown share one niche.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import ClassVar
 
 from pydantic import Field
+from sqlalchemy import case, func, select
 
+from service.db.models import Evaluation, RunAgent
+from service.lifecycle import EvaluationStatus, MemberStatus
 from service.selection.base import Candidate, StrategyBase, checked
+from service.selection.policy import RunScope
 
 
 class MapElites(StrategyBase):
@@ -72,6 +77,39 @@ class MapElites(StrategyBase):
     def probabilities(self, candidates: Sequence[Candidate]) -> dict[str, float]:
         elites = {c.agent_id for c in self.elites(candidates).values()}
         return {c.agent_id: 1.0 / len(elites) if c.agent_id in elites else 0.0 for c in checked(candidates)}
+
+    def after_admission(self, scope: RunScope) -> None:
+        """The niche of each admitted agent that lacks one, from its first-stage results."""
+        session, run = scope.session, scope.run
+        members = session.scalars(
+            select(RunAgent).where(
+                RunAgent.run_id == run.id, RunAgent.status == MemberStatus.ADMITTED, RunAgent.niche.is_(None)
+            )
+        ).all()
+        if not members:
+            return
+        tasks = scope.plan.stages[0].task_ids
+        results: dict[str, dict[str, tuple[int, int]]] = defaultdict(dict)
+        for agent_id, task_id, resolved, attempted in session.execute(
+            select(
+                Evaluation.agent_id,
+                Evaluation.task_id,
+                func.sum(case((Evaluation.resolved.is_(True), 1), else_=0)),
+                func.count(),
+            )
+            .where(
+                Evaluation.run_id == run.id,
+                Evaluation.agent_id.in_([m.agent_id for m in members]),
+                Evaluation.task_id.in_(tasks),
+                Evaluation.status == EvaluationStatus.DONE,
+                Evaluation.purpose == "selection",
+                Evaluation.epoch == run.epoch,
+            )
+            .group_by(Evaluation.agent_id, Evaluation.task_id)
+        ):
+            results[agent_id][task_id] = (int(resolved), int(attempted))
+        for member in members:
+            member.niche = self.descriptor(tasks, results[member.agent_id])
 
 
 def _fraction(result: tuple[int, int]) -> Fraction:
