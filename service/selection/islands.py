@@ -6,8 +6,8 @@ that island with DGM's score_child_prop weights, and its child lives there. The 
 every island. Every `migration_interval` steps, before that step's parent is drawn, the best
 agent present on each island (highest score, then fewest children, then lowest id) migrates
 to the next island of the ring, unless it is there already; a migrant stays at home and is
-also a candidate on the island it migrated to. The driver records each migration as an
-`island_migration` event, which is how later candidates know of it: the strategy itself
+also a candidate on the island it migrated to. Each migration is recorded as an
+`island_migration` event, which is how later candidates know of it: the strategy object
 keeps no state, so the same archive and step number always give the same draw.
 
 Bookkeeping (the policy hooks): after admission, an agent made in step n is placed on island

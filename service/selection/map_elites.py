@@ -6,8 +6,8 @@ one task larger when they do not divide evenly; never more clusters than tasks).
 cluster the agent's solved fraction (per task resolved / attempted, a task not attempted
 counting 0, averaged over the cluster) is binned into `levels` equal-width levels,
 `min(levels - 1, floor(fraction * levels))`, and the descriptor is the levels joined by "-"
-("2-0-1": the first cluster mostly solved, the second not at all). The driver stores it as the
-agent's `niche` in the run when the agent is admitted.
+("2-0-1": the first cluster mostly solved, the second not at all). It is stored as the
+agent's `niche` in the run after the agent is admitted (the `after_admission` hook).
 
 Each niche's elite is its best agent: highest score, then fewest children, then lowest id.
 Parents are drawn uniformly among the elites, so every behaviour found keeps being explored
