@@ -43,18 +43,18 @@ class Epochs(PolicyDefaults):
     """Epochs as a run policy: they move after admission, hold steps back before a boundary,
     and keep the run open while re-scored agents are being scored."""
 
-    def __init__(self, plan: RunPlan) -> None:
-        self.plan = plan
+    def __init__(self, session: Session, run: Run, plan: RunPlan) -> None:
+        self.session, self.run, self.plan = session, run, plan
 
     def after_admission(self, scope: RunScope) -> None:
-        move(scope.session, scope.run, self.plan, scope.steps_opened)
+        move(self.session, self.run, self.plan, scope.steps_opened)
 
     def steps_allowed(self, scope: RunScope) -> int | None:
-        allowed = steps_before_boundary(scope.run, self.plan, scope.steps_opened)
+        allowed = steps_before_boundary(self.run, self.plan, scope.steps_opened)
         return None if allowed == NO_LIMIT else allowed
 
     def may_complete(self, scope: RunScope) -> bool:
-        return not rescoring(scope.session, scope.run)
+        return not rescoring(self.session, self.run)
 
 
 def steps_before_boundary(run: Run, plan: RunPlan, opened: int) -> int:

@@ -19,6 +19,7 @@ from service import job_secrets, leases
 from service.db.models import Evaluation, Run, Step
 from service.driver import budget
 from service.driver.failures import failure_to_diagnose, parent_records
+from service.driver.ledger import step_view
 from service.driver.plan import RunPlan
 from service.lifecycle import EvaluationStatus, StepStatus
 from service.results import give_up_evaluation, give_up_step
@@ -41,12 +42,14 @@ class Outbox:
 
 
 def dispatch_jobs(
-    scope: RunScope,
+    session: Session,
+    run: Run,
     plan: RunPlan,
     used: budget.Spent,
     outbox: Outbox,
     *,
     policy: SearchPolicy,
+    scope: RunScope,
     redispatch_margin_s: float = REDISPATCH_MARGIN_S,
 ) -> budget.Room | None:
     """Jobs for the pending steps and evaluations not yet sent, or sent so long ago that the job
@@ -55,7 +58,6 @@ def dispatch_jobs(
     sends without an answer, the step fails and the evaluation counts as unresolved.
 
     Returns the room left if some job was held back for want of it, else None."""
-    session, run = scope.session, scope.run
     now = datetime.now(UTC)
     steps = _due(
         session,
@@ -80,7 +82,7 @@ def dispatch_jobs(
         parallelism=plan.parallelism,
     )
     for step, lease in _leased(session, slicer, steps, now):
-        parts = policy.improve_parts(scope, step)
+        parts = policy.improve_parts(scope, step_view(step))
         outbox.improve.append(improve_job(session, run, plan, step, lease, parts))
     for evaluation, lease in _leased(session, slicer, evaluations, now):
         outbox.evaluate.append(evaluate_job(run, plan, evaluation, lease))

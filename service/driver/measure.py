@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
-from service.db.models import Evaluation, RunAgent
+from service.db.models import Evaluation, Run, RunAgent
 from service.driver.plan import RunPlan
 from service.driver.reuse import HELDOUT, SELECTION, create_evaluations
 from service.lifecycle import MemberStatus
-from service.selection.policy import Measure, RunScope
+from service.selection.policy import Measure
 
 
-def measure(scope: RunScope, plan: RunPlan, move: Measure) -> None:
+def measure(session: Session, run: Run, plan: RunPlan, move: Measure) -> None:
     """Create the evaluations `move` asks for that the agent does not have yet in this epoch
     (each task `evaluation.trials` times), pending for the driver to send like any other.
 
     Raises ValueError naming the agent or the tasks when the policy asks for what the run
     cannot measure: an agent not admitted in it, or tasks outside its current stages."""
-    session, run = scope.session, scope.run
     member = session.get(RunAgent, (run.id, move.agent_id))
     if member is None or member.status != MemberStatus.ADMITTED:
         raise ValueError(

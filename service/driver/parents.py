@@ -10,6 +10,7 @@ from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from service.db.models import Evaluation, Run, RunAgent
+from service.driver.ledger import DatabaseLedger
 from service.driver.plan import RunPlan
 from service.selection import Candidate
 from service.selection.policy import RunScope
@@ -64,7 +65,9 @@ def choose_parent(
     pool = candidates(session, run)
     if not pool:
         return None
-    scope = RunScope(session=session, run=run, plan=plan, steps_opened=step_number - 1 - len(chosen))
+    scope = RunScope(
+        ledger=DatabaseLedger(session, run), plan=plan, steps_opened=step_number - 1 - len(chosen)
+    )
     pool = list(strategy.prepare_draw(scope, pool, step_number))
     step = strategy.step_context(scope, step_number, chosen)
     rng = random.Random(f"{plan.rng_seed}:{step_number}")

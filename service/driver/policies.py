@@ -7,14 +7,28 @@ features'. A feature whose configuration is off does nothing in its hooks.
 
 from __future__ import annotations
 
+from sqlalchemy.orm import Session
+
 from service.archive.store import Archive
+from service.db.models import Run
 from service.driver.crossover import Crossover
 from service.driver.epochs import Epochs
 from service.driver.heldout import HeldOut
+from service.driver.ledger import DatabaseLedger
 from service.driver.plan import RunPlan
-from service.selection.policy import PolicyChain
+from service.selection.policy import PolicyChain, RunScope
 
 
-def run_policy(plan: RunPlan, archive: Archive | None) -> PolicyChain:
-    """The hooks of `plan`'s run, in the order the tick asks them."""
-    return PolicyChain([plan.strategy, Epochs(plan), HeldOut(plan), Crossover(plan, archive)])
+def run_policy(session: Session, run: Run, plan: RunPlan, archive: Archive | None) -> PolicyChain:
+    """The hooks of the run, in the order the tick asks them."""
+    features = [
+        Epochs(session, run, plan),
+        HeldOut(session, run, plan),
+        Crossover(session, run, plan, archive),
+    ]
+    return PolicyChain([plan.strategy, *features])
+
+
+def run_scope(session: Session, run: Run, plan: RunPlan, *, steps_opened: int) -> RunScope:
+    """What the hooks see of the run in this tick."""
+    return RunScope(ledger=DatabaseLedger(session, run), plan=plan, steps_opened=steps_opened)

@@ -39,7 +39,7 @@ from service.driver.jobs import REDISPATCH_MARGIN_S, Outbox, dispatch_jobs
 from service.driver.measure import measure
 from service.driver.parents import choose_parent
 from service.driver.plan import RunPlan, stored_plan
-from service.driver.policies import run_policy
+from service.driver.policies import run_policy, run_scope
 from service.driver.stages import Verdict, admit, advance
 from service.lifecycle import MemberStatus
 from service.runs import complete
@@ -65,13 +65,14 @@ def drive(
         log.info("run %s stops: %s", run.id, stop)
         complete(session, run=run, reason=stop)
         return
-    policy = run_policy(plan, archive)
-    scope = RunScope(session=session, run=run, plan=plan, steps_opened=used.steps)
+    policy = run_policy(session, run, plan, archive)
+    scope = run_scope(session, run, plan, steps_opened=used.steps)
     admit_agents(session, run, advance_agents(session, run, plan))
     policy.after_admission(scope)
     reserved = policy.reserved_evaluations(scope)
     if not budget.children_exhausted(plan.budget, used, reserved_evaluations=reserved):
-        open_steps(session, run, select_parents(scope, plan, used, policy), improver_mode=plan.improver.mode)
+        parents = select_parents(session, run, plan, used, policy, scope)
+        open_steps(session, run, parents, improver_mode=plan.improver.mode)
         policy.after_opening(scope)
     elif (
         _steps_in_flight(session, run) == 0
@@ -81,7 +82,9 @@ def drive(
         complete(session, run=run, reason=_completion_reason(plan, used, reserved))
         return
     outbox.refs += policy.before_dispatch(scope)
-    starved = dispatch_jobs(scope, plan, used, outbox, policy=policy, redispatch_margin_s=redispatch_margin_s)
+    starved = dispatch_jobs(
+        session, run, plan, used, outbox, policy=policy, scope=scope, redispatch_margin_s=redispatch_margin_s
+    )
     if starved is not None and leases.outstanding(session, run_id=run.id).leases == 0:
         # Jobs wait for room that only a lease coming back could make, and none is out.
         reason = budget.starved_reason(plan.budget, used, starved)
@@ -102,10 +105,11 @@ def admit_agents(session: Session, run: Run, verdicts: list[Verdict]) -> None:
         admit(session, run, verdict)
 
 
-def select_parents(scope: RunScope, plan: RunPlan, used: budget.Spent, policy: SearchPolicy) -> list[str]:
+def select_parents(
+    session: Session, run: Run, plan: RunPlan, used: budget.Spent, policy: SearchPolicy, scope: RunScope
+) -> list[str]:
     """A parent for each free step slot, within the children budget (none until one is admitted);
     a slot the policy spends on measuring an agent opens no step."""
-    session, run = scope.session, scope.run
     limits = [
         plan.parallelism - _steps_in_flight(session, run),
         plan.budget.max_children - used.steps,
@@ -119,7 +123,7 @@ def select_parents(scope: RunScope, plan: RunPlan, used: budget.Spent, policy: S
             case Wait():
                 break  # e.g. a group run's round is not over
             case Measure() as move:
-                measure(scope, plan, move)
+                measure(session, run, plan, move)
             case Expand():
                 parent = choose_parent(session, run, plan, number, parents)
                 if parent is None:

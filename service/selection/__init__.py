@@ -1,13 +1,15 @@
 """Parent selection: strategies behind one protocol, chosen per run by name.
 
 A strategy draws parents (`base`) and keeps its bookkeeping through the policy hooks the
-driver's tick calls (`policy`); `registry` maps the names a run config uses to classes.
+driver's tick calls (`policy`), reading and writing its run through a ledger (`ledger`);
+`registry` maps the names a run config uses to classes.
 """
 
 from service.selection.base import Candidate, SelectionStrategy, StepContext, StrategyBase
 from service.selection.group import GroupEvolution
 from service.selection.hgm import Hgm
 from service.selection.islands import Islands, Migration
+from service.selection.ledger import EvaluationView, MemberView, RunLedger, StepView
 from service.selection.map_elites import MapElites
 from service.selection.policy import (
     EXPAND,
@@ -36,6 +38,7 @@ __all__ = [
     "STRATEGIES",
     "Best",
     "Candidate",
+    "EvaluationView",
     "Expand",
     "GroupEvolution",
     "Hgm",
@@ -43,16 +46,19 @@ __all__ = [
     "Islands",
     "MapElites",
     "Measure",
+    "MemberView",
     "Migration",
     "Move",
     "PolicyChain",
     "PolicyDefaults",
+    "RunLedger",
     "RunScope",
     "ScoreChildProp",
     "ScoreProp",
     "SearchPolicy",
     "SelectionStrategy",
     "StepContext",
+    "StepView",
     "StrategyBase",
     "Uniform",
     "UnknownStrategyError",

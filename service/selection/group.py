@@ -27,12 +27,9 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from pydantic import Field
-from sqlalchemy import func, select
 
-from service import experience
-from service.db.models import Step
-from service.lifecycle import STEP_IN_FLIGHT
 from service.selection.base import Candidate, StepContext, StrategyBase, checked, draw
+from service.selection.ledger import StepView
 from service.selection.policy import EXPAND, ImproveParts, Move, RunScope, Wait
 from service.selection.score import ScoreChildProp
 
@@ -73,15 +70,12 @@ class GroupEvolution(StrategyBase):
         return draw(self.probabilities_for_step(candidates, step), rng, 1)[0]
 
     def after_admission(self, scope: RunScope) -> None:
-        experience.update(scope.session, run_id=scope.run.id, limit_chars=self.experience_chars)
+        scope.ledger.update_experience(self.experience_chars)
 
     def after_opening(self, scope: RunScope) -> None:
-        session = scope.session
-        for step in session.scalars(
-            select(Step).where(Step.run_id == scope.run.id, Step.group_id.is_(None))
-        ).all():
-            step.group_id = str(self.group_of_step(step.number))
-        session.flush()
+        for step in scope.ledger.steps():
+            if step.group_id is None:
+                scope.ledger.set_group(step.number, str(self.group_of_step(step.number)))
 
     def next_move(self, scope: RunScope, number: int, chosen: Sequence[str]) -> Move:
         """Wait while step `number` opens a new group and steps of earlier groups are in flight:
@@ -90,32 +84,21 @@ class GroupEvolution(StrategyBase):
             return EXPAND
         if chosen:
             return Wait("steps chosen earlier in this tick belong to the group before")
-        in_flight = scope.session.scalar(
-            select(func.count())
-            .select_from(Step)
-            .where(Step.run_id == scope.run.id, Step.number < number, Step.status.in_(STEP_IN_FLIGHT))
-        )
-        return Wait("the group before is still at work") if in_flight else EXPAND
+        if any(step.in_flight and step.number < number for step in scope.ledger.steps()):
+            return Wait("the group before is still at work")
+        return EXPAND
 
     def step_context(self, scope: RunScope, number: int, chosen: Sequence[str]) -> StepContext:
         """The step, with the parents already chosen for the other steps of its group: the
         steps opened before and `chosen`, the parents picked earlier in this tick for the steps
         just before `number` (not opened yet)."""
         members = self.steps_of_group(self.group_of_step(number))
-        parents: dict[int, str] = {
-            step_number: parent
-            for step_number, parent in scope.session.execute(
-                select(Step.number, Step.parent_id).where(
-                    Step.run_id == scope.run.id, Step.number >= members.start, Step.number < number
-                )
-            )
-        }
+        parents = {s.number: s.parent_id for s in scope.ledger.steps() if members.start <= s.number < number}
         first_chosen = number - len(chosen)
         parents.update({first_chosen + index: parent for index, parent in enumerate(chosen)})
         siblings = tuple(parents[n] for n in sorted(parents) if n in members and n < number)
         return StepContext(number=number, siblings=siblings)
 
-    def improve_parts(self, scope: RunScope, step: Step) -> ImproveParts:
+    def improve_parts(self, scope: RunScope, step: StepView) -> ImproveParts:
         """The latest experience pool's text (none before any step of the run has finished)."""
-        latest = experience.latest_version(scope.session, run_id=scope.run.id)
-        return ImproveParts(experience=None if latest is None else latest.text)
+        return ImproveParts(experience=scope.ledger.experience())

@@ -24,9 +24,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import select
 
-from service.db.models import Event, RunAgent
 from service.selection.base import Candidate, StepContext, StrategyBase, check_k, checked, draw
 from service.selection.policy import RunScope
 from service.selection.score import ScoreChildProp
@@ -109,16 +107,15 @@ class Islands(StrategyBase):
 
     def after_admission(self, scope: RunScope) -> None:
         """Each new agent on the island of the step that made it."""
-        run = scope.run
-        for member in scope.session.scalars(
-            select(RunAgent).where(
-                RunAgent.run_id == run.id,
-                RunAgent.island.is_(None),
-                RunAgent.step_number.is_not(None),
-                RunAgent.agent_id != run.seed_agent_id,  # the seed (step 0) is on every island
-            )
-        ).all():
-            member.island = self.island_of_step(member.step_number or 0)
+        ledger = scope.ledger
+        for member in ledger.members():
+            # The seed (step 0) is on every island.
+            if (
+                member.island is None
+                and member.step_number is not None
+                and member.agent_id != ledger.seed_agent_id
+            ):
+                ledger.set_island(member.agent_id, self.island_of_step(member.step_number))
 
     def prepare_draw(self, scope: RunScope, pool: Sequence[Candidate], number: int) -> Sequence[Candidate]:
         """The candidates with the islands they migrated to, once the migrations due before
@@ -126,27 +123,15 @@ class Islands(StrategyBase):
         pool = with_migrations(scope, pool)
         moves = self.migrations(pool, number)
         for move in moves:
-            scope.session.add(
-                Event(
-                    run_id=scope.run.id,
-                    kind=MIGRATION,
-                    payload={
-                        "agent_id": move.agent_id,
-                        "from": move.source,
-                        "to": move.target,
-                        "step": number,
-                    },
-                )
+            scope.ledger.record(
+                MIGRATION, {"agent_id": move.agent_id, "from": move.source, "to": move.target, "step": number}
             )
-        scope.session.flush()
         return with_migrations(scope, pool) if moves else pool
 
 
 def with_migrations(scope: RunScope, pool: Sequence[Candidate]) -> list[Candidate]:
     """`pool` with each candidate's `migrated_to`, from the run's migration events."""
     seen: dict[str, set[int]] = defaultdict(set)
-    for payload in scope.session.scalars(
-        select(Event.payload).where(Event.run_id == scope.run.id, Event.kind == MIGRATION)
-    ):
+    for payload in scope.ledger.events(MIGRATION):
         seen[str(payload["agent_id"])].add(int(payload["to"]))
     return [c.model_copy(update={"migrated_to": tuple(sorted(seen.get(c.agent_id, ())))}) for c in pool]

@@ -23,10 +23,7 @@ from fractions import Fraction
 from typing import ClassVar
 
 from pydantic import Field
-from sqlalchemy import case, func, select
 
-from service.db.models import Evaluation, RunAgent
-from service.lifecycle import EvaluationStatus, MemberStatus
 from service.selection.base import Candidate, StrategyBase, checked
 from service.selection.policy import RunScope
 
@@ -80,36 +77,19 @@ class MapElites(StrategyBase):
 
     def after_admission(self, scope: RunScope) -> None:
         """The niche of each admitted agent that lacks one, from its first-stage results."""
-        session, run = scope.session, scope.run
-        members = session.scalars(
-            select(RunAgent).where(
-                RunAgent.run_id == run.id, RunAgent.status == MemberStatus.ADMITTED, RunAgent.niche.is_(None)
-            )
-        ).all()
+        ledger = scope.ledger
+        members = [m.agent_id for m in ledger.members() if m.admitted and m.niche is None]
         if not members:
             return
         tasks = scope.plan.stages[0].task_ids
+        staged = set(tasks)
         results: dict[str, dict[str, tuple[int, int]]] = defaultdict(dict)
-        for agent_id, task_id, resolved, attempted in session.execute(
-            select(
-                Evaluation.agent_id,
-                Evaluation.task_id,
-                func.sum(case((Evaluation.resolved.is_(True), 1), else_=0)),
-                func.count(),
-            )
-            .where(
-                Evaluation.run_id == run.id,
-                Evaluation.agent_id.in_([m.agent_id for m in members]),
-                Evaluation.task_id.in_(tasks),
-                Evaluation.status == EvaluationStatus.DONE,
-                Evaluation.purpose == "selection",
-                Evaluation.epoch == run.epoch,
-            )
-            .group_by(Evaluation.agent_id, Evaluation.task_id)
-        ):
-            results[agent_id][task_id] = (int(resolved), int(attempted))
-        for member in members:
-            member.niche = self.descriptor(tasks, results[member.agent_id])
+        for e in ledger.evaluations(members):
+            if e.done and e.purpose == "selection" and e.task_id in staged:
+                resolved, attempted = results[e.agent_id].get(e.task_id, (0, 0))
+                results[e.agent_id][e.task_id] = (resolved + (1 if e.resolved else 0), attempted + 1)
+        for agent_id in members:
+            ledger.set_niche(agent_id, self.descriptor(tasks, results[agent_id]))
 
 
 def _fraction(result: tuple[int, int]) -> Fraction:

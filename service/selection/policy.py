@@ -17,9 +17,10 @@ epochs, the held-out phase, crossover):
     may_complete          whether the run may complete once nothing is in flight
 
 Every hook has a default that does nothing (`PolicyDefaults`), so a strategy overrides only
-what it keeps. State a policy keeps lives in the database (the scope's session), never in the
-policy object: a policy is rebuilt from the run's configuration in every process, and a run
-replayed from its rows must decide the same. Hooks run inside the tick's transaction.
+what it keeps. State a policy keeps lives in the run's rows and events, read and written
+through the scope's ledger (`service.selection.ledger`), never in the policy object: a policy
+is rebuilt from the run's configuration in every process, and a run replayed from its rows
+must decide the same. Hooks run inside the tick's transaction.
 """
 
 from __future__ import annotations
@@ -28,11 +29,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from sqlalchemy.orm import Session
-
 from contracts.jobs import CrossoverPart
-from service.db.models import Run, Step
 from service.selection.candidates import Candidate, StepContext
+from service.selection.ledger import RunLedger, StepView
 
 
 class StageView(Protocol):
@@ -46,7 +45,7 @@ class StageView(Protocol):
 
 
 class PlanView(Protocol):
-    """What a policy may read of the run's plan (`service.driver.plan.RunPlan` is one)."""
+    """What a policy may read of the run's plan (the driver's `RunPlan` is one)."""
 
     @property
     def stages(self) -> tuple[StageView, ...]: ...
@@ -63,13 +62,11 @@ class PlanView(Protocol):
 
 @dataclass(frozen=True)
 class RunScope:
-    """The run a hook acts on, inside the tick's transaction.
+    """The run a hook acts on, inside the tick's transaction: its `ledger` (what a policy may
+    read and write of it) and its `plan`. `steps_opened` is the number of steps the run had
+    opened when the tick began: the steps a tick opens are numbered from `steps_opened + 1`."""
 
-    `steps_opened` is the number of steps the run had opened when the tick began: the steps a
-    tick opens are numbered from `steps_opened + 1`."""
-
-    session: Session
-    run: Run
+    ledger: RunLedger
     plan: PlanView
     steps_opened: int
 
@@ -139,7 +136,7 @@ class SearchPolicy(Protocol):
 
     def before_dispatch(self, scope: RunScope) -> list[str]: ...
 
-    def improve_parts(self, scope: RunScope, step: Step) -> ImproveParts: ...
+    def improve_parts(self, scope: RunScope, step: StepView) -> ImproveParts: ...
 
     def may_complete(self, scope: RunScope) -> bool: ...
 
@@ -171,7 +168,7 @@ class PolicyDefaults:
     def before_dispatch(self, scope: RunScope) -> list[str]:
         return []
 
-    def improve_parts(self, scope: RunScope, step: Step) -> ImproveParts:
+    def improve_parts(self, scope: RunScope, step: StepView) -> ImproveParts:
         return ImproveParts()
 
     def may_complete(self, scope: RunScope) -> bool:
@@ -223,7 +220,7 @@ class PolicyChain:
     def before_dispatch(self, scope: RunScope) -> list[str]:
         return [ref for policy in self.policies for ref in policy.before_dispatch(scope)]
 
-    def improve_parts(self, scope: RunScope, step: Step) -> ImproveParts:
+    def improve_parts(self, scope: RunScope, step: StepView) -> ImproveParts:
         parts = ImproveParts()
         for policy in self.policies:
             parts = parts.merged(policy.improve_parts(scope, step))

@@ -1,7 +1,8 @@
 """A stateful strategy defined and registered here, in a test module, runs a real run's ticks.
 
 Nothing of Clade's own files knows it: it keeps its own books through the policy hooks
-(`service.selection.policy`) and the driver, unchanged, calls them. Its books are a ledger of
+(`service.selection.policy`) and the run's ledger (`service.selection.ledger`), and the
+driver, unchanged, calls them. Its books are a ledger of
 admitted agents written as run events; it draws each step's parent round-robin from that
 ledger, spends one slot on measuring the seed on a task the stages never gave it, and every
 improve job it sees carries a line from the ledger.
@@ -16,9 +17,8 @@ import pytest
 from sqlalchemy import select
 
 from contracts.jobs import EvaluateJob, ImproveJob
-from service.db.models import Evaluation, Event, RunAgent, Step
+from service.db.models import Event, Step
 from service.driver.parents import candidates
-from service.lifecycle import MemberStatus
 from service.selection import (
     EXPAND,
     Candidate,
@@ -32,6 +32,7 @@ from service.selection import (
     unregister_strategy,
 )
 from service.selection.base import checked
+from service.selection.ledger import StepView
 from tests.service.driver_world import T, World
 
 LEDGER = "ledger_admitted"
@@ -40,14 +41,11 @@ MEASURED = T[3]  # a task of the last stage, which the seed never reaches
 
 def ledger(scope: RunScope) -> list[str]:
     """The admitted agents in the order the strategy wrote them down."""
-    rows = scope.session.scalars(
-        select(Event.payload).where(Event.run_id == scope.run.id, Event.kind == LEDGER).order_by(Event.id)
-    )
-    return [str(payload["agent_id"]) for payload in rows]
+    return [str(payload["agent_id"]) for payload in scope.ledger.events(LEDGER)]
 
 
 class LedgerRoundRobin(StrategyBase):
-    """Parents in turn from a ledger of admitted agents the strategy keeps in the database."""
+    """Parents in turn from a ledger of admitted agents the strategy keeps as run events."""
 
     name: ClassVar[str] = "ledger_round_robin"
 
@@ -57,41 +55,23 @@ class LedgerRoundRobin(StrategyBase):
 
     def after_admission(self, scope: RunScope) -> None:
         written = set(ledger(scope))
-        admitted = scope.session.scalars(
-            select(RunAgent)
-            .where(RunAgent.run_id == scope.run.id, RunAgent.status == MemberStatus.ADMITTED)
-            .order_by(RunAgent.step_number, RunAgent.agent_id)
-        )
-        for member in admitted:
-            if member.agent_id not in written:
-                scope.session.add(
-                    Event(
-                        run_id=scope.run.id,
-                        kind=LEDGER,
-                        payload={"agent_id": member.agent_id, "step": member.step_number},
-                    )
-                )
-        scope.session.flush()
+        admitted = [m for m in scope.ledger.members() if m.admitted and m.agent_id not in written]
+        for member in sorted(admitted, key=lambda m: (m.step_number or 0, m.agent_id)):
+            scope.ledger.record(LEDGER, {"agent_id": member.agent_id, "step": member.step_number})
 
     def next_move(self, scope: RunScope, number: int, chosen: Sequence[str]) -> Move:
-        seed = scope.session.get(RunAgent, (scope.run.id, scope.run.seed_agent_id))
-        if seed is None or seed.status != MemberStatus.ADMITTED:
+        seed = scope.ledger.seed_agent_id
+        if not any(m.agent_id == seed and m.admitted for m in scope.ledger.members()):
             return EXPAND  # nothing to measure yet (and no parent either)
-        measured = scope.session.scalar(
-            select(Evaluation.id).where(
-                Evaluation.run_id == scope.run.id,
-                Evaluation.agent_id == seed.agent_id,
-                Evaluation.task_id == MEASURED,
-            )
-        )
-        return EXPAND if measured is not None else Measure(agent_id=seed.agent_id, task_ids=(MEASURED,))
+        measured = any(e.task_id == MEASURED for e in scope.ledger.evaluations([seed]))
+        return EXPAND if measured else Measure(agent_id=seed, task_ids=(MEASURED,))
 
     def prepare_draw(self, scope: RunScope, pool: Sequence[Candidate], number: int) -> Sequence[Candidate]:
         turns = ledger(scope)
         turn = turns[(number - 1) % len(turns)]
         return [c for c in pool if c.agent_id == turn]
 
-    def improve_parts(self, scope: RunScope, step: Step) -> ImproveParts:
+    def improve_parts(self, scope: RunScope, step: StepView) -> ImproveParts:
         return ImproveParts(experience=f"ledger: {len(ledger(scope))} agents admitted")
 
 
