@@ -85,6 +85,11 @@ class Measure:
     agent_id: str
     task_ids: tuple[str, ...]
 
+    def __post_init__(self) -> None:
+        # A move that measures nothing would spend the slot and change nothing, every tick.
+        if not self.agent_id or not self.task_ids:
+            raise ValueError(f"a Measure move names an agent and at least one task, got {self!r}")
+
 
 @dataclass(frozen=True)
 class Wait:

@@ -101,6 +101,13 @@ def test_completion_stops_asking_at_the_first_refusal(scope: RunScope) -> None:
     assert (first.asked, refuses.asked, later.asked) == (["may_complete"], ["may_complete"], [])
 
 
+def test_a_measure_names_an_agent_and_a_task() -> None:
+    with pytest.raises(ValueError, match="at least one task"):
+        Measure(agent_id="a", task_ids=())
+    with pytest.raises(ValueError, match="names an agent"):
+        Measure(agent_id="", task_ids=("t",))
+
+
 def test_a_chain_needs_a_policy() -> None:
     with pytest.raises(ValueError, match="at least one policy"):
         PolicyChain([])
