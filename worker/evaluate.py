@@ -3,8 +3,9 @@
 When the job carries a judge (its epoch's utility has one), the judge grades the trajectory
 after the tests and its verdict is folded into the result (`worker.judge`).
 
-An evaluation that cannot run at all (its task image cannot be built, or Celery's retries
-of an infrastructure error ran out) is reported at once as an infrastructure failure with
+An evaluation that cannot run at all (its task image cannot be built or lacks what the task
+needs, e.g. a polyglot language's toolchain; or Celery's retries of an infrastructure error
+ran out) is reported at once as an infrastructure failure with
 its cause, so the run shows why instead of waiting for the driver to give up on it.
 """
 
@@ -14,7 +15,7 @@ import logging
 import time
 from pathlib import Path
 
-from benchmarks.base import GradeReport, Task, find_task
+from benchmarks.base import BenchmarkError, GradeReport, Task, check_environment, find_task
 from contracts.errors import InvalidAgentError
 from contracts.jobs import EvaluateJob
 from contracts.records import Durations, EvaluationResult, EvaluationSubmission
@@ -41,6 +42,12 @@ def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
         manifest = manifest_from_tar(code)
     except InvalidAgentError as exc:
         return _cannot_start(ctx, job, exc)
+    try:
+        # What the task needs of this worker's sandboxes (polyglot: its toolchain image),
+        # asked here: the service that planned the run never talks to a sandbox engine.
+        check_environment(benchmark, [task], ctx.backend)
+    except BenchmarkError as exc:
+        return report_infrastructure_failure(ctx, job, f"task {task.instance_id} cannot run here: {exc}")
     try:
         image, runtime = agent_images(ctx, task, manifest.requirements)
     except SandboxError as exc:

@@ -24,7 +24,7 @@ from benchmarks.folder.layout import base_message
 from benchmarks.gitops import make_repo
 from contracts.config import ConfigFieldError, RunConfig
 from sandbox.base import SandboxBackend
-from service.driver.plan import RunPlan, plan_run
+from service.plan import RunPlan, plan_run
 
 FIXTURE = Path(__file__).with_name("folder_fixture")
 

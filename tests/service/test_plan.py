@@ -20,7 +20,7 @@ from contracts.benchmark_options import (
 from contracts.config import ConfigFieldError, RunConfig
 from contracts.jobs import EvaluateJob
 from service.db.models import Run
-from service.driver.plan import plan_run, stored_plan
+from service.plan import plan_run, stored_plan
 from service.selection import Best, Hgm
 
 SEED = "a" * 40

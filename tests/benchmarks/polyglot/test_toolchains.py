@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import docker
 import pytest
 
 from benchmarks import TestStatus, find_task
@@ -117,11 +116,8 @@ def test_bench_check_options_from_the_command_line(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def toolchain_image(docker_backend: tuple[SandboxBackend, str]) -> str:
-    client = docker.from_env()
-    try:
-        return ensure_polyglot_image(client)
-    finally:
-        client.close()
+    backend, _ = docker_backend
+    return ensure_polyglot_image(backend.images)
 
 
 @pytest.mark.docker
@@ -162,6 +158,11 @@ def test_a_javascript_test_skipped_with_xit_is_run(
 
 
 @pytest.mark.docker
-def test_the_default_probe_asks_the_toolchain_image(toolchain_image: str) -> None:
-    loaded = Polyglot(root=TOOLCHAINS)  # no available_languages: the image is probed
+def test_the_workers_backend_probes_the_toolchain_image(
+    docker_backend: tuple[SandboxBackend, str], toolchain_image: str
+) -> None:
+    loaded = Polyglot(root=TOOLCHAINS)  # no available_languages: the image is probed, on the worker
     assert sorted(loaded.languages) == COMPILED
+    backend, _ = docker_backend
+    for task in loaded.tasks():
+        loaded.check_environment(task, backend)  # every language's toolchain is there

@@ -25,12 +25,12 @@ from benchmarks.swebench import (
 from benchmarks.swebench import dataset as dataset_module
 from benchmarks.swebench.options import parse_options
 
-NO_DOCKER = object()  # the client of benchmarks that must not touch Docker
+NO_DOCKER = object()  # the image store of benchmarks that must not touch one
 IDS = ["clade-fixtures__tinyinv-1", "clade-fixtures__tinyinv-2", "clade-fixtures__wrapkit-1"]
 
 
 def make(harness: Harness, **options: Any) -> SWEbench:
-    return SWEbench(parse_options(options), docker_client=NO_DOCKER, harness=harness)
+    return SWEbench(parse_options(options), images=NO_DOCKER, harness=harness)  # type: ignore[arg-type]
 
 
 def test_the_registry_builds_it_from_options(offline_dataset: Path) -> None:

@@ -1,9 +1,11 @@
 """A run's plan: its configuration validated once, into what the driver acts on.
 
-`plan_run` checks everything a configuration needs before a run is stored (the
-benchmark loads with its options, each stage has known tasks, the selection
-strategy takes its parameters, the time limits fit the broker) and raises
-ConfigFieldError naming the field at fault; the API answers 422 at that path.
+This module is the one door to a run: the API, its preview and the simulator all validate a
+configuration with `plan_run`, and `service.runs.create_run` stores only a plan. `plan_run`
+checks everything a configuration needs before a run is stored (the benchmark loads with its
+options, each stage has known tasks, the selection strategy takes its parameters, the time
+limits fit the broker) and raises ConfigFieldError naming the field at fault; the API answers
+422 at that path.
 The run stores the configuration and the stages' task ids (epoch 0's stages, then each
 later epoch's own stages, in order: `RunPlan.stage_tasks`); `stored_plan` turns
 them back into the same plan once per run and process, without loading the
@@ -16,11 +18,12 @@ import random
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Protocol
 
 from pydantic import ValidationError
 
 from benchmarks.base import Benchmark, BenchmarkError, OptionError
-from benchmarks.catalog import BenchmarkCatalog, BenchmarkLoadPending
+from benchmarks.catalog import BenchmarkLoadPending
 from contracts.benchmark_options import BenchmarkConfig
 from contracts.config import (
     BudgetConfig,
@@ -34,8 +37,14 @@ from contracts.config import (
     StageConfig,
 )
 from service.db.models import Run
-from service.driver.dispatch import evaluate_time_limit, improve_time_limit
 from service.selection import SelectionStrategy, UnknownStrategyError, make_strategy
+
+
+class BenchmarkSource(Protocol):
+    """Where a run's benchmark is loaded from: the service's `BenchmarkCatalog`, or the
+    simulator's landscape."""
+
+    def get(self, config: BenchmarkConfig) -> Benchmark: ...
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,16 @@ class TimeLimits:
 
     improve_s: int
     evaluate_s: int
+
+
+def improve_time_limit(limits: LimitsConfig) -> int:
+    """Diagnosis, the improver's run and the child's validation."""
+    return limits.improve_timeout_s + 2 * limits.test_timeout_s + limits.overhead_s
+
+
+def evaluate_time_limit(limits: LimitsConfig) -> int:
+    """The agent's run and the grading."""
+    return limits.solve_timeout_s + limits.test_timeout_s + limits.overhead_s
 
 
 @dataclass(frozen=True)
@@ -126,7 +145,7 @@ class RunPlan:
         return self.improver.agent if self.improver.agent is not None else parent_id
 
 
-def plan_run(config: RunConfig, *, catalog: BenchmarkCatalog, visibility_timeout_s: int) -> RunPlan:
+def plan_run(config: RunConfig, *, catalog: BenchmarkSource, visibility_timeout_s: int) -> RunPlan:
     """Validate `config` into a plan; raises ConfigFieldError naming the field at fault.
 
     Cheap checks come first: loading the benchmark may read a large dataset.
@@ -217,7 +236,7 @@ def _strategy(config: RunConfig) -> SelectionStrategy:
         raise ConfigFieldError(path, error["msg"]) from exc
 
 
-def load_benchmark(catalog: BenchmarkCatalog, config: BenchmarkConfig) -> Benchmark:
+def load_benchmark(catalog: BenchmarkSource, config: BenchmarkConfig) -> Benchmark:
     """The benchmark, or ConfigFieldError at the option it cannot load with."""
     try:
         return catalog.get(config)
