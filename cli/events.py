@@ -84,6 +84,11 @@ def _driver_error(event: ev.DriverErrorEvent) -> str:
     return f"[yellow]run driver failed ({p.failed_ticks} ticks): {escape(p.error)}[/yellow]"
 
 
+def _policy_record(event: ev.PolicyRecordEvent) -> str:
+    # Under the policy's own kind, as a kind without a line of its own is shown.
+    return f"{event.payload.name} {json.dumps(event.payload.data)}"
+
+
 def _unreadable(event: ev.UnreadableEvent) -> str:
     # As stored: what an older `clade` showed for any event it had no line for.
     return f"{event.payload.stored_kind} {json.dumps(event.payload.stored_payload)}"
@@ -110,6 +115,7 @@ RENDERERS: dict[type[ev.Envelope], Callable[[Any], str]] = {
     ev.ExperienceUpdatedEvent: _experience_updated,
     ev.HeldoutStartedEvent: _heldout_started,
     ev.HeldoutFinishedEvent: _heldout_finished,
+    ev.PolicyRecordEvent: _policy_record,
     ev.DriverErrorEvent: _driver_error,
     ev.UnreadableEvent: _unreadable,
 }

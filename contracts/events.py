@@ -269,6 +269,14 @@ class HeldoutFinished(Payload):
     best_agent_id: str | None = Field(description="The run's best agent now.")
 
 
+class PolicyRecord(Payload):
+    """A selection policy wrote down part of its books under a kind of its own, one no model here
+    has (e.g. a strategy installed from outside Clade; see docs/extend/strategy.md)."""
+
+    name: str = Field(description="The policy's own kind, as it reads its records back.")
+    data: dict[str, JsonValue] = Field(description="What it recorded.")
+
+
 # -- the service ---------------------------------------------------------------------------------
 
 
@@ -401,6 +409,11 @@ class HeldoutFinishedEvent(Envelope):
     payload: HeldoutFinished
 
 
+class PolicyRecordEvent(Envelope):
+    kind: Literal["policy_record"]
+    payload: PolicyRecord
+
+
 class DriverErrorEvent(Envelope):
     kind: Literal["driver_error"]
     payload: DriverError
@@ -431,6 +444,7 @@ RunEvent = Annotated[
     | ExperienceUpdatedEvent
     | HeldoutStartedEvent
     | HeldoutFinishedEvent
+    | PolicyRecordEvent
     | DriverErrorEvent
     | UnreadableEvent,
     Field(discriminator="kind"),
@@ -459,6 +473,11 @@ def payload_model(model: type[Envelope]) -> type[Payload]:
 def event_kinds() -> tuple[str, ...]:
     """Every kind a feed may carry, `unreadable` included."""
     return tuple(kind_of_model(model) for model in event_models())
+
+
+def payload_model_of(kind: str) -> type[Payload] | None:
+    """The payload model of `kind`; None for a kind the union lacks."""
+    return next((payload_model(m) for m in event_models() if kind_of_model(m) == kind), None)
 
 
 def _kinds_by_payload() -> dict[type[Payload], str]:

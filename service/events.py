@@ -8,14 +8,29 @@ error: one odd row must not stop a run's feed.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pydantic import TypeAdapter, ValidationError
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from contracts.events import UNREADABLE, Payload, RunEvent, Unreadable, UnreadableEvent, event_kinds, kind_of
+from contracts.events import (
+    UNREADABLE,
+    Payload,
+    PolicyRecord,
+    RunEvent,
+    Unreadable,
+    UnreadableEvent,
+    event_kinds,
+    kind_of,
+    payload_model_of,
+)
 from service.db.models import Event
 
 _EVENT: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
 KINDS = frozenset(event_kinds()) - {UNREADABLE}  # a stored "unreadable" is not read as one
+POLICY_RECORD = kind_of(PolicyRecord)
 
 
 def event_row(payload: Payload, *, run_id: str | None) -> Event:
@@ -28,6 +43,31 @@ def emit(session: Session, payload: Payload, *, run_id: str | None) -> Event:
     row = event_row(payload, run_id=run_id)
     session.add(row)
     return row
+
+
+def policy_payload(kind: str, data: Mapping[str, Any]) -> Payload:
+    """What a policy records through its run's ledger under `kind`: the kind's own model when the
+    union has one (`island_migration`), else a `policy_record` named `kind`; a ValidationError
+    when `data` does not fit the kind's model."""
+    if kind == UNREADABLE:
+        raise ValueError(
+            f"{UNREADABLE!r} is what the feed answers for a stored row it cannot read, not a kind to record"
+        )
+    model = payload_model_of(kind)
+    if model is None:
+        return PolicyRecord(name=kind, data=dict(data))
+    return model.model_validate(dict(data))
+
+
+def recorded(session: Session, *, run_id: str, kind: str) -> list[dict[str, Any]]:
+    """The payloads a run's ledger recorded under `kind` (`policy_payload`), oldest first."""
+    stored = kind if kind in KINDS else POLICY_RECORD
+    rows = session.scalars(
+        select(Event.payload).where(Event.run_id == run_id, Event.kind == stored).order_by(Event.id)
+    )
+    if stored == kind:
+        return [dict(payload) for payload in rows]
+    return [dict(p["data"]) for p in rows if isinstance(p, dict) and p.get("name") == kind]
 
 
 def read(row: Event) -> RunEvent:

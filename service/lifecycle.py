@@ -11,8 +11,8 @@ status it does not start from, it raises `IllegalTransitionError` (a 409 from th
     evaluation:  (new) -> pending -> done | cancelled;  (new) -> done (a result reused, not run)
     membership:  (new) -> evaluating -> admitted | rejected;  (new) -> rejected (an invalid child)
 
-The values are the strings stored in the database and shown by the API; so are those of a
-step's kind and an evaluation's purpose, named here too.
+The values are the strings stored in the database and shown by the API. A step's kind and an
+evaluation's purpose are not statuses: `contracts.vocabulary` names them.
 """
 
 from __future__ import annotations
@@ -53,22 +53,6 @@ class MemberStatus(StrEnum):
     EVALUATING = "evaluating"
     ADMITTED = "admitted"
     REJECTED = "rejected"
-
-
-class StepKind(StrEnum):
-    """How a step makes its child (not a status: a step's kind never changes once it is sent)."""
-
-    IMPROVE = "improve"  # Clade's diagnosis and improver, on one parent
-    HYPER = "hyper"  # the parent's own `improve` command (improver mode `hyper`)
-    CROSSOVER = "crossover"  # a merge of the parent and a second one
-
-
-class EvaluationPurpose(StrEnum):
-    """What an evaluation's result is for; only `selection` results feed the search."""
-
-    SELECTION = "selection"  # the stages: selection, admission and diagnosis read these
-    HELDOUT = "heldout"  # the end-of-run phase on held-out tasks, never read by selection
-    RESCORE = "rescore"  # an agent scored again under a new epoch's utility
 
 
 RUN_FINISHED = frozenset({RunStatus.COMPLETED, RunStatus.CANCELLED})

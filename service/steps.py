@@ -6,9 +6,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from contracts.events import StepOpened
+from contracts.vocabulary import StepKind
 from service import events, lifecycle
 from service.db.models import Agent, Step
-from service.lifecycle import StepKind
 from service.runs import new_id
 
 

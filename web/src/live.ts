@@ -72,6 +72,7 @@ export const ON_EVENT = {
   experience_updated: "none",
   heldout_started: "none",
   heldout_finished: "none",
+  policy_record: "none",
   driver_error: "none",
   unreadable: "redraw",
 } as const satisfies Record<EventKind, "redraw" | "none">;
