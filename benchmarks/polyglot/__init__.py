@@ -34,7 +34,7 @@ from benchmarks.polyglot.layout import (
     load_exercise,
     statement,
 )
-from benchmarks.polyglot.options import PolyglotOptions, PolyglotOptionsError, parse_options
+from benchmarks.polyglot.options import PolyglotOptions, PolyglotOptionsError
 from benchmarks.polyglot.toolchains import (
     ToolchainMissing,
     ToolchainProbe,
@@ -42,6 +42,7 @@ from benchmarks.polyglot.toolchains import (
     default_probe,
     image_probe,
 )
+from benchmarks.spec import validate_options
 from sandbox.base import SandboxBackend
 
 __all__ = [
@@ -75,7 +76,9 @@ class Polyglot:
             raise PolyglotOptionsError("probe", "must be a function (a Python hook, not a run option)")
         if typed is not None and options:
             raise TypeError("give options either validated (PolyglotOptions) or as keywords, not both")
-        self.options: PolyglotOptions = typed if typed is not None else parse_options(options)
+        self.options: PolyglotOptions = (
+            typed if typed is not None else validate_options(self.name, PolyglotOptions, options)
+        )
         self.root = self.options.root or FIXTURES_DIR
         exercises = self._select()
         self.toolchain_image = self.options.image or polyglot_image_tag()

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from benchmarks.base import Benchmark, BenchmarkError, OptionError
 from benchmarks.catalog import BenchmarkCatalog, BenchmarkLoadPending
-from contracts.benchmark_options import BenchmarkConfig
+from contracts.benchmark_options import BenchmarkConfig, BenchmarkOptionError
 from contracts.config import (
     BudgetConfig,
     ConfigFieldError,
@@ -135,6 +135,8 @@ def plan_run(config: RunConfig, *, catalog: BenchmarkCatalog, visibility_timeout
     time_limits = check_time_limits(config.limits, visibility_timeout_s)
     _check_epochs(config)
     benchmark = load_benchmark(catalog, config.benchmark)
+    # Stored with every option spelled out, as its benchmark's model reads them.
+    config = config.model_copy(update={"benchmark": catalog.resolve(config.benchmark).config()})
     stages = _stages(benchmark, config.stages, field="stages", seed=str(config.rng_seed))
     own = [
         _stages(benchmark, epoch.stages, field=f"epochs.{i}.stages", seed=f"{config.rng_seed}:e{i + 1}")
@@ -218,11 +220,17 @@ def _strategy(config: RunConfig) -> SelectionStrategy:
 
 
 def load_benchmark(catalog: BenchmarkCatalog, config: BenchmarkConfig) -> Benchmark:
-    """The benchmark, or ConfigFieldError at the option it cannot load with."""
+    """The benchmark, or ConfigFieldError at the option it cannot load with (at `benchmark.name`
+    for a benchmark not registered or that cannot load, each wrong option in `issues`)."""
     try:
         return catalog.get(config)
     except BenchmarkLoadPending:
         raise  # not the configuration's fault: a 503 to retry
+    except BenchmarkOptionError as exc:
+        issues = [(("benchmark", *problem.loc), problem.message, problem.kind) for problem in exc.problems]
+        first = exc.problems[0]
+        field = ".".join(str(part) for part in issues[0][0])
+        raise ConfigFieldError(field, first.message, issues=issues) from exc
     except OptionError as exc:
         raise ConfigFieldError(f"benchmark.options.{exc.field}", str(exc)) from exc
     except (BenchmarkError, OSError) as exc:
