@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
@@ -50,6 +50,8 @@ class Registration:
     name: str
     origin: str
     load: Callable[[], object]
+
+    own: bool = False  # Clade's own: its factories' errors are Clade's to type
 
     @classmethod
     def of_entry_point(cls, entry: EntryPoint, *, by: str | None = None) -> Registration:
@@ -94,7 +96,9 @@ class BenchmarkRegistry:
     def installed(cls) -> BenchmarkRegistry:
         """Clade's own benchmarks and every installed plugin's (read from package metadata now)."""
         own = [
-            Registration.of_entry_point(EntryPoint(name, value, ENTRY_POINT_GROUP), by="Clade")
+            replace(
+                Registration.of_entry_point(EntryPoint(name, value, ENTRY_POINT_GROUP), by="Clade"), own=True
+            )
             for name, value in BUILTIN.items()
         ]
         plugins = {(entry.name, entry.value, entry.dist and entry.dist.name): entry for entry in _plugins()}
@@ -154,7 +158,7 @@ def _load(registration: Registration) -> BenchmarkSpec[Any]:
     """Import a registration's spec; whatever goes wrong is a PluginError naming it."""
     try:
         loaded = registration.load()
-    except Exception as exc:
+    except Exception as exc:  # a plugin's import may raise anything: reported, not swallowed
         raise PluginError(
             f"benchmark {registration.name!r} cannot load: {registration.origin} failed: "
             f"{type(exc).__name__}: {exc}"
@@ -163,7 +167,26 @@ def _load(registration: Registration) -> BenchmarkSpec[Any]:
     if problem:
         raise PluginError(f"benchmark {registration.name!r} cannot load: {registration.origin} {problem}")
     assert isinstance(loaded, BenchmarkSpec)
-    return loaded
+    if registration.own:
+        return loaded
+    return replace(loaded, factory=_guarded(loaded.factory, registration))
+
+
+def _guarded(factory: Callable[[Any, LoadContext], Benchmark], registration: Registration) -> Any:
+    """A plugin's factory whose unexpected errors are a PluginError naming its entry point (a
+    422 at `benchmark.options`, not a 500); BenchmarkError and OSError pass as they are."""
+
+    def build(options: Any, context: LoadContext) -> Benchmark:
+        try:
+            return factory(options, context)
+        except (BenchmarkError, OSError):
+            raise
+        except Exception as exc:  # a plugin may raise anything: reported, not swallowed
+            raise PluginError(
+                f"{registration.origin} failed to build the benchmark: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    return build
 
 
 def _not_a_spec(name: str, loaded: object) -> str:

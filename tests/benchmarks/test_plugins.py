@@ -9,9 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.base import Benchmark
 from benchmarks.catalog import BenchmarkCatalog
 from benchmarks.registry import BenchmarkRegistry, DuplicateBenchmark, PluginError
-from contracts.benchmark_options import BenchmarkConfig, BenchmarkOptionError
+from benchmarks.spec import BenchmarkSpec, LoadContext
+from contracts.benchmark_options import BenchmarkConfig, BenchmarkOptionError, Options
+from contracts.config import ConfigFieldError, RunConfig
+from service.driver.plan import plan_run
 from tests.benchmarks.plugin_package import (
     WORDCOUNT,
     WORDCOUNT_TASK,
@@ -106,3 +110,19 @@ def test_two_distributions_claiming_one_name_are_refused_by_name(site: Path) -> 
         assert message.startswith(f"benchmark {name!r} is registered 2 times, by entry point {name!r}")
         assert all(claim in message for claim in claims) and message.endswith("uninstall all but one")
     assert len(registry.build(BenchmarkConfig(name="polyglot")).tasks()) > 0  # the others still work
+
+
+def test_a_plugin_factory_that_fails_is_a_refusal_naming_it_not_a_crash() -> None:
+    def crashes(_options: Options, _context: LoadContext) -> Benchmark:
+        raise KeyError("no-such-column")
+
+    registry = BenchmarkRegistry.installed().with_specs(BenchmarkSpec("crashes", Options, crashes))
+    catalog = BenchmarkCatalog(registry=registry)
+    with pytest.raises(
+        PluginError, match=r"'crashes' \(registered from Python\) failed to build the benchmark: KeyError"
+    ):
+        catalog.get(BenchmarkConfig(name="crashes"))
+    config = RunConfig.model_validate({"seed_agent": "a" * 40, "benchmark": {"name": "crashes"}})
+    with pytest.raises(ConfigFieldError) as caught:
+        plan_run(config, catalog=catalog, visibility_timeout_s=7200)
+    assert caught.value.field == "benchmark.options" and "crashes cannot load" in str(caught.value)
