@@ -46,31 +46,32 @@ def plugin_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     monkeypatch.syspath_prepend(str(site))  # this process reads the plugin's task for the script
     tasks = BenchmarkRegistry.installed().build(BenchmarkConfig(name=WORDCOUNT)).tasks()
     sys.modules.pop("clade_wordcount", None)
+    script = build_script(tasks, Curriculum(seed=[WORDCOUNT_TASK]))
     claimant = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
     broker = claim_redis_db(claimant)
-    script = build_script(tasks, Curriculum(seed=[WORDCOUNT_TASK]))
-    with ScriptedServer(script, api_key="sk-e2e-upstream-key") as server:
-        env = service_env(
-            tmp_path / "service",
-            f"sqlite:///{tmp_path / 'clade.db'}",
-            free_port(),
-            CLADE_BROKER_URL=broker,
-            CLADE_RUN_DRIVER_ENABLED="true",
-            CLADE_DRIVER_INTERVAL_S="0.5",
-            CLADE_BROKER_VISIBILITY_TIMEOUT_S="7200",
-        )
-        cluster = Cluster(
-            service=start_service(env), broker_url=broker, llm_url=server.base_url, root=tmp_path
-        )
-        try:
-            yield cluster
-        finally:
-            for process in cluster.workers:
-                if process.poll() is None:
-                    os.killpg(process.pid, signal.SIGTERM)
-                    process.wait(timeout=60)
-            cluster.service.stop()
-            release_redis_db(broker, claimant)
+    try:
+        with ScriptedServer(script, api_key="sk-e2e-upstream-key") as server:
+            env = service_env(
+                tmp_path / "service",
+                f"sqlite:///{tmp_path / 'clade.db'}",
+                free_port(),
+                CLADE_BROKER_URL=broker,
+                CLADE_RUN_DRIVER_ENABLED="true",
+                CLADE_DRIVER_INTERVAL_S="0.5",
+                CLADE_BROKER_VISIBILITY_TIMEOUT_S="7200",
+            )
+            service = start_service(env)
+            cluster = Cluster(service=service, broker_url=broker, llm_url=server.base_url, root=tmp_path)
+            try:
+                yield cluster
+            finally:
+                for process in cluster.workers:
+                    if process.poll() is None:
+                        os.killpg(process.pid, signal.SIGTERM)
+                        process.wait(timeout=60)
+                service.stop()
+    finally:
+        release_redis_db(broker, claimant)
 
 
 def run_config(seed: str, benchmark: dict[str, Any]) -> dict[str, Any]:
