@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -15,6 +16,7 @@ from benchmarks.registry import BenchmarkRegistry, DuplicateBenchmark, PluginErr
 from benchmarks.spec import BenchmarkSpec, LoadContext
 from contracts.benchmark_options import BenchmarkConfig, BenchmarkOptionError, Options
 from contracts.config import ConfigFieldError, RunConfig
+from contracts.jobs import EvaluateJob
 from service.driver.plan import plan_run
 from tests.benchmarks.plugin_package import (
     WORDCOUNT,
@@ -22,6 +24,8 @@ from tests.benchmarks.plugin_package import (
     write_entry_point,
     write_wordcount_plugin,
 )
+from worker.errors import InfrastructureError
+from worker.evaluate import evaluate
 
 
 @pytest.fixture
@@ -126,3 +130,27 @@ def test_a_plugin_factory_that_fails_is_a_refusal_naming_it_not_a_crash() -> Non
     with pytest.raises(ConfigFieldError) as caught:
         plan_run(config, catalog=catalog, visibility_timeout_s=7200)
     assert caught.value.field == "benchmark.options" and "crashes cannot load" in str(caught.value)
+
+
+def test_a_worker_without_the_plugin_says_so_and_the_job_is_retried() -> None:
+    """The service had the plugin, this worker has not: an infrastructure error (retried by
+    Celery, then reported on the evaluation with its cause), never a verdict."""
+    job = EvaluateJob.model_validate(
+        {
+            "run_id": "r",
+            "limits": {},
+            "budget": {},
+            "secret": "s" * 32,
+            "evaluation_id": "e",
+            "agent_id": "a" * 40,
+            "task_id": WORDCOUNT_TASK,
+            "solve_model": "m",
+            "benchmark": {"name": WORDCOUNT, "options": {"copies": 1}},
+        }
+    )
+    ctx = mock.Mock(catalog=BenchmarkCatalog(registry=BenchmarkRegistry.installed()))
+    with pytest.raises(
+        InfrastructureError, match=r"this worker cannot load the benchmark 'wordcount': name: unknown"
+    ):
+        evaluate(ctx, job)
+    ctx.client.agent_code.assert_not_called()
