@@ -30,9 +30,9 @@ from sqlalchemy.orm import Session
 
 from service import lifecycle
 from service.db.models import Evaluation, Event, Run, RunAgent, Step
-from service.driver.plan import EpochPlan, RunPlan
 from service.driver.stages import Verdict, advance
 from service.lifecycle import EvaluationStatus, MemberStatus
+from service.plan import EpochPlan, RunPlan
 from service.selection.policy import PolicyDefaults, RunScope
 
 RESCORE = "rescore"
