@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from benchmarks.base import BenchmarkError, GradeReport, Task, check_environment, find_task
+from contracts.benchmark_options import BenchmarkOptionError
 from contracts.errors import InvalidAgentError
 from contracts.jobs import EvaluateJob
 from contracts.records import Durations, EvaluationResult, EvaluationSubmission
@@ -35,7 +36,12 @@ IMAGE_RETRY_DELAYS_S = (1.0, 4.0)
 
 def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
     started = time.monotonic()
-    benchmark = ctx.catalog.get(job.benchmark)
+    try:
+        benchmark = ctx.catalog.get(job.benchmark)
+    except BenchmarkOptionError as exc:  # checked by the service: this worker lacks what it has
+        raise InfrastructureError(
+            f"this worker cannot load the benchmark {job.benchmark.name!r}: {exc}"
+        ) from exc
     task = find_task(benchmark, job.task_id)
     code = ctx.client.agent_code(job.agent_id)
     try:

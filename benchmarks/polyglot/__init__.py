@@ -38,7 +38,7 @@ from benchmarks.polyglot.layout import (
     load_exercise,
     statement,
 )
-from benchmarks.polyglot.options import PolyglotOptions, PolyglotOptionsError, parse_options
+from benchmarks.polyglot.options import PolyglotOptions, PolyglotOptionsError
 from benchmarks.polyglot.toolchains import (
     ImageToolchains,
     ToolchainMissing,
@@ -47,6 +47,7 @@ from benchmarks.polyglot.toolchains import (
     image_probe,
     require_image,
 )
+from benchmarks.spec import validate_options
 from sandbox.base import SandboxBackend, SandboxError
 
 __all__ = [
@@ -79,7 +80,9 @@ class Polyglot:
             raise PolyglotOptionsError("probe", "must be a function (a Python hook, not a run option)")
         if typed is not None and options:
             raise TypeError("give options either validated (PolyglotOptions) or as keywords, not both")
-        self.options: PolyglotOptions = typed if typed is not None else parse_options(options)
+        self.options: PolyglotOptions = (
+            typed if typed is not None else validate_options(self.name, PolyglotOptions, options)
+        )
         self.root = self.options.root or FIXTURES_DIR
         exercises = self._select()
         self.toolchain_image = self.options.image or polyglot_image_tag()

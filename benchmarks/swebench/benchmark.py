@@ -5,13 +5,12 @@ from __future__ import annotations
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
 
 from benchmarks.base import GradeReport, OptionError, Task, UnknownTask
 from benchmarks.swebench.dataset import DatasetError, Row, load_rows
 from benchmarks.swebench.grading import Resources, grade_task
 from benchmarks.swebench.harness import Harness, load_harness
-from benchmarks.swebench.options import SWEbenchOptions, parse_options
+from benchmarks.swebench.options import SWEbenchOptions
 from benchmarks.swebench.tasks import SWEbenchTask, to_task
 from benchmarks.swebench.testbed import export_base, snapshot
 from sandbox.base import ImageStore, SandboxBackend
@@ -128,11 +127,6 @@ class SWEbench:
                 )
             return named.get(options.subset, list(by_id))
         return list(by_id)
-
-
-def from_options(**options: Any) -> SWEbench:
-    """The registry's factory: `get_benchmark("swebench", dataset=..., instance_ids=[...])`."""
-    return SWEbench(parse_options(options))
 
 
 def _index(rows: list[Row], source: str) -> dict[str, Row]:

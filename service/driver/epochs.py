@@ -32,9 +32,9 @@ from contracts.events import AgentRescored, EpochStarted, Utility
 from contracts.vocabulary import EvaluationPurpose
 from service import events, lifecycle
 from service.db.models import Evaluation, Run, RunAgent, Step
-from service.driver.plan import EpochPlan, RunPlan
 from service.driver.stages import Verdict, advance
 from service.lifecycle import EvaluationStatus, MemberStatus
+from service.plan import EpochPlan, RunPlan
 from service.selection.policy import PolicyDefaults, RunScope
 
 RESCORE = EvaluationPurpose.RESCORE

@@ -21,8 +21,8 @@ from service.db.models import Evaluation, Run, Step
 from service.driver import budget
 from service.driver.failures import failure_to_diagnose, parent_records
 from service.driver.ledger import step_view
-from service.driver.plan import RunPlan
 from service.lifecycle import EvaluationStatus, StepStatus
+from service.plan import RunPlan
 from service.results import give_up_evaluation, give_up_step
 from service.selection.policy import ImproveParts, RunScope, SearchPolicy
 

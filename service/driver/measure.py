@@ -6,9 +6,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.db.models import Evaluation, Run, RunAgent
-from service.driver.plan import RunPlan
 from service.driver.reuse import HELDOUT, SELECTION, create_evaluations
 from service.lifecycle import MemberStatus
+from service.plan import RunPlan
 from service.selection.policy import Measure
 
 

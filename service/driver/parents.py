@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 
 from service.db.models import Evaluation, Run, RunAgent
 from service.driver.ledger import DatabaseLedger
-from service.driver.plan import RunPlan
 from service.lifecycle import EvaluationStatus, MemberStatus
+from service.plan import RunPlan
 from service.selection import Candidate
 from service.selection.policy import RunScope
 

@@ -15,7 +15,7 @@ from service.driver.crossover import Crossover
 from service.driver.epochs import Epochs
 from service.driver.heldout import HeldOut
 from service.driver.ledger import DatabaseLedger
-from service.driver.plan import RunPlan
+from service.plan import RunPlan
 from service.selection.policy import PolicyChain, RunScope
 
 

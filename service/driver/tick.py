@@ -38,10 +38,10 @@ from service.driver import budget
 from service.driver.jobs import REDISPATCH_MARGIN_S, Outbox, dispatch_jobs
 from service.driver.measure import measure
 from service.driver.parents import choose_parent
-from service.driver.plan import RunPlan, stored_plan
 from service.driver.policies import run_policy, run_scope
 from service.driver.stages import Verdict, admit, advance
 from service.lifecycle import MemberStatus
+from service.plan import RunPlan, stored_plan
 from service.runs import complete
 from service.selection.policy import Expand, Measure, RunScope, SearchPolicy, Wait
 from service.steps import improve_kind, open_step

@@ -40,6 +40,13 @@ def test_watch_describes_migrations_and_versions() -> None:
     migration = {"agent_id": "a" * 40, "from": 1, "to": 0, "step": 2}
     event = {"id": 7, "kind": "island_migration", "payload": migration, "created_at": stamp}
     assert describe_event(event) == f"21:00:00 agent {'a' * 12} migrates from island 1 to 0"
-    version = {"run_id": "r1", "version": 3, "finished_steps": 5, "entries": [], "left_out": 5, "text": "long"}
+    version = {
+        "run_id": "r1",
+        "version": 3,
+        "finished_steps": 5,
+        "entries": [],
+        "left_out": 5,
+        "text": "long",
+    }
     event = {"id": 8, "kind": "experience_updated", "payload": version, "created_at": stamp}
     assert describe_event(event) == "21:00:00 experience pool version 3 (5 finished steps)"

@@ -19,8 +19,8 @@ import docker
 import pytest
 from celery import Celery
 
+from benchmarks.registry import benchmark_config
 from benchmarks.swebench import load_harness
-from contracts.benchmark_options import benchmark_config
 from contracts.config import LimitsConfig
 from contracts.jobs import EVALUATE_TASK
 from contracts.records import EvaluationResult
