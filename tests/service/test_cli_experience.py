@@ -8,8 +8,8 @@ from unittest import mock
 from typer.testing import CliRunner
 
 from cli.context import CliContext
-from cli.main import app
 from cli.events import describe_event
+from cli.main import app
 
 POOL = {"version": 2, "finished_steps": 3, "text": "Changes that helped:\n- step 1 [group 1]: +0.50"}
 
