@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
@@ -59,6 +59,7 @@ SAMPLES: list[ev.Payload] = [
     ev.ExperienceUpdated(run_id="r", version=1, finished_steps=0, entries=[], left_out=0, text=""),
     ev.HeldoutStarted(agents=[SHA], tasks=["t9"]),
     ev.HeldoutFinished(agents={SHA: ev.HeldoutScore(resolved=1, total=2, low=0.0945)}, best_agent_id=SHA),
+    ev.PolicyRecord(name="ledger_admitted", data={"agent_id": SHA, "step": 1}),
     ev.DriverError(scope="run", error="OperationalError: /var/lib/secret", since=SINCE, failed_ticks=2),
 ]
 FEED: TypeAdapter[list[ev.RunEvent]] = TypeAdapter(list[ev.RunEvent])
@@ -168,3 +169,14 @@ def test_the_openapi_document_shows_the_feed_as_a_discriminated_union(service: A
     child = document["components"]["schemas"]["ChildCreatedEvent"]
     assert child["properties"]["kind"]["const"] == "child_created"
     assert child["properties"]["payload"] == {"$ref": "#/components/schemas/ChildCreated"}
+
+
+def test_a_policy_records_a_known_kind_as_its_model_and_its_own_kind_by_name() -> None:
+    migration = {"agent_id": SHA, "from": 0, "to": 1, "step": 4}
+    assert events.policy_payload("island_migration", migration) == ev.IslandMigration(**migration)
+    own = events.policy_payload("ledger_admitted", {"agent_id": SHA})
+    assert own == ev.PolicyRecord(name="ledger_admitted", data={"agent_id": SHA})
+    with pytest.raises(ValidationError, match="to"):
+        events.policy_payload("island_migration", {"agent_id": SHA, "from": 0, "step": 4})
+    with pytest.raises(ValueError, match="not a kind to record"):
+        events.policy_payload("unreadable", {})
