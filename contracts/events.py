@@ -297,6 +297,9 @@ class Unreadable(Payload):
     """Not emitted: a stored event whose payload no longer fits its kind's model (or whose kind is
     unknown), answered as stored so that the feed goes on."""
 
+    # Whatever the row holds is answered (a NaN a hand-written SQLite row may hold reads as null).
+    model_config = ConfigDict(allow_inf_nan=True)
+
     stored_kind: str = Field(description="The kind stored with the event.")
     stored_payload: JsonValue = Field(description="The payload as stored.")
     problem: str = Field(description="What does not fit.")

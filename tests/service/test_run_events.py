@@ -116,6 +116,8 @@ def test_a_stored_payload_that_no_longer_fits_is_answered_as_unreadable(
         Event(run_id=run_id, kind="agent_admitted", payload={"agent_id": 5, "step": "one"}),
         Event(run_id=run_id, kind="gone_kind", payload={"x": 1}),
         Event(run_id=run_id, kind="driver_error", payload={"scope": "run", "error": secret}),
+        # SQLite's JSON keeps a NaN no JSON answer can carry.
+        Event(run_id=run_id, kind="agent_rejected", payload={"agent_id": SHA, "score": float("nan")}),
         events.event_row(ev.StepOpened(step=1, parent_id=SHA), run_id=run_id),
     ]
     _store(service, odd)
@@ -124,7 +126,7 @@ def test_a_stored_payload_that_no_longer_fits_is_answered_as_unreadable(
     with service.admin as admin:
         as_admin = _feed(admin, run_id)
     kinds = [e["kind"] for e in answered]
-    assert kinds == ["run_created", "unreadable", "unreadable", "unreadable", "step_opened"]
+    assert kinds == ["run_created", "unreadable", "unreadable", "unreadable", "unreadable", "step_opened"]
     admitted, gone, failure = (e["payload"] for e in answered[1:4])
     assert admitted["stored_kind"] == "agent_admitted"
     assert admitted["stored_payload"] == {"agent_id": 5, "step": "one"}
@@ -138,6 +140,7 @@ def test_a_stored_payload_that_no_longer_fits_is_answered_as_unreadable(
     assert failure["stored_payload"] == {"scope": "run", "error": HIDDEN_ERROR}
     assert secret not in str(answered)
     assert as_admin[3]["payload"]["stored_payload"]["error"] == secret
+    assert answered[4]["payload"]["stored_payload"] == {"agent_id": SHA, "score": None}
     # The next poll goes on from the last id, past the odd rows.
     assert [e["id"] for e in answered] == sorted(e["id"] for e in answered)
     for typed in FEED.validate_python(answered):
