@@ -31,6 +31,7 @@ from service.db.models import Event
 _EVENT: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
 KINDS = frozenset(event_kinds()) - {UNREADABLE}  # a stored "unreadable" is not read as one
 POLICY_RECORD = kind_of(PolicyRecord)
+SHOWN_ISSUES = 5  # an unreadable row's problem names this many; a whole page of them helps no one
 
 
 def event_row(payload: Payload, *, run_id: str | None) -> Event:
@@ -79,7 +80,9 @@ def read(row: Event) -> RunEvent:
         try:
             return _EVENT.validate_python(stored)
         except ValidationError as error:
-            problem = "; ".join(_issue(i["loc"], i["msg"]) for i in error.errors(include_input=False))
+            issues = [_issue(i["loc"], i["msg"]) for i in error.errors(include_input=False)]
+            more = f"; and {len(issues) - SHOWN_ISSUES} more" if len(issues) > SHOWN_ISSUES else ""
+            problem = "; ".join(issues[:SHOWN_ISSUES]) + more
     return UnreadableEvent(
         id=row.id,
         kind=UNREADABLE,

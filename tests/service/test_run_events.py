@@ -115,6 +115,7 @@ def test_a_stored_payload_that_no_longer_fits_is_answered_as_unreadable(
     odd = [
         Event(run_id=run_id, kind="agent_admitted", payload={"agent_id": 5, "step": "one"}),
         Event(run_id=run_id, kind="gone_kind", payload={"x": 1}),
+        Event(run_id=run_id, kind="heldout_finished", payload={"agents": {str(i): {} for i in range(500)}}),
         Event(run_id=run_id, kind="driver_error", payload={"scope": "run", "error": secret}),
         # SQLite's JSON keeps a NaN no JSON answer can carry.
         Event(run_id=run_id, kind="agent_rejected", payload={"agent_id": SHA, "score": float("nan")}),
@@ -126,8 +127,8 @@ def test_a_stored_payload_that_no_longer_fits_is_answered_as_unreadable(
     with service.admin as admin:
         as_admin = _feed(admin, run_id)
     kinds = [e["kind"] for e in answered]
-    assert kinds == ["run_created", "unreadable", "unreadable", "unreadable", "unreadable", "step_opened"]
-    admitted, gone, failure = (e["payload"] for e in answered[1:4])
+    assert kinds == ["run_created", *["unreadable"] * 5, "step_opened"]
+    admitted, gone, many, failure, nan = (e["payload"] for e in answered[1:6])
     assert admitted["stored_kind"] == "agent_admitted"
     assert admitted["stored_payload"] == {"agent_id": 5, "step": "one"}
     for field in ("agent_id", "step", "score", "reason"):
@@ -139,8 +140,10 @@ def test_a_stored_payload_that_no_longer_fits_is_answered_as_unreadable(
     }
     assert failure["stored_payload"] == {"scope": "run", "error": HIDDEN_ERROR}
     assert secret not in str(answered)
-    assert as_admin[3]["payload"]["stored_payload"]["error"] == secret
-    assert answered[4]["payload"]["stored_payload"] == {"agent_id": SHA, "score": None}
+    assert as_admin[4]["payload"]["stored_payload"]["error"] == secret
+    assert nan["stored_payload"] == {"agent_id": SHA, "score": None}
+    # A row with a page of faults names the first few and counts the rest.
+    assert many["problem"].count(": Field required") == 5 and many["problem"].endswith("; and 1496 more")
     # The next poll goes on from the last id, past the odd rows.
     assert [e["id"] for e in answered] == sorted(e["id"] for e in answered)
     for typed in FEED.validate_python(answered):
