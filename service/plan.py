@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from benchmarks.base import Benchmark, BenchmarkError, OptionError
 from benchmarks.catalog import BenchmarkLoadPending
-from contracts.benchmark_options import BenchmarkConfig
+from contracts.benchmark_options import BenchmarkConfig, BenchmarkOptionError
 from contracts.config import (
     BudgetConfig,
     ConfigFieldError,
@@ -45,6 +45,10 @@ class BenchmarkSource(Protocol):
     simulator's landscape."""
 
     def get(self, config: BenchmarkConfig) -> Benchmark: ...
+
+    def spelled_out(self, config: BenchmarkConfig) -> BenchmarkConfig:
+        """The configuration with every option spelled out, as a run stores it."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -154,6 +158,8 @@ def plan_run(config: RunConfig, *, catalog: BenchmarkSource, visibility_timeout_
     time_limits = check_time_limits(config.limits, visibility_timeout_s)
     _check_epochs(config)
     benchmark = load_benchmark(catalog, config.benchmark)
+    # Stored with every option spelled out, as its benchmark's model reads them.
+    config = config.model_copy(update={"benchmark": catalog.spelled_out(config.benchmark)})
     stages = _stages(benchmark, config.stages, field="stages", seed=str(config.rng_seed))
     own = [
         _stages(benchmark, epoch.stages, field=f"epochs.{i}.stages", seed=f"{config.rng_seed}:e{i + 1}")
@@ -237,11 +243,17 @@ def _strategy(config: RunConfig) -> SelectionStrategy:
 
 
 def load_benchmark(catalog: BenchmarkSource, config: BenchmarkConfig) -> Benchmark:
-    """The benchmark, or ConfigFieldError at the option it cannot load with."""
+    """The benchmark, or ConfigFieldError at the option it cannot load with (at `benchmark.name`
+    for a benchmark not registered or that cannot load, each wrong option in `issues`)."""
     try:
         return catalog.get(config)
     except BenchmarkLoadPending:
         raise  # not the configuration's fault: a 503 to retry
+    except BenchmarkOptionError as exc:
+        issues = [(("benchmark", *problem.loc), problem.message, problem.kind) for problem in exc.problems]
+        first = exc.problems[0]
+        field = ".".join(str(part) for part in issues[0][0])
+        raise ConfigFieldError(field, first.message, issues=issues) from exc
     except OptionError as exc:
         raise ConfigFieldError(f"benchmark.options.{exc.field}", str(exc)) from exc
     except (BenchmarkError, OSError) as exc:

@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 import pytest
 
 from contracts.settings import Settings
+from sandbox.base import ImageStore
 
 BUILD_COMMAND = "bash scripts/test-images.sh"
 NO_LIBC_WORK = Path(tempfile.gettempdir()) / "clade-test-images" / "busybox"
@@ -40,23 +41,24 @@ def missing(what: str) -> NoReturn:
     )
 
 
-def required_base_image(client: Any) -> str:
+def required_base_image() -> str:
     """The base image's tag, once `clade images build` made it and its agent runtime."""
-    from cli.doctor import Status, check_images
-    from sandbox.images.build import BASE_REPOSITORY, BaseImageRecipe
+    from sandbox.docker_health import engine_state
 
-    check = check_images(client, Settings())
-    if check.status is not Status.OK:
-        missing(f"the sandbox image set ({check.detail})")
-    return f"{BASE_REPOSITORY}:{BaseImageRecipe().key()[:12]}"
+    images = engine_state(Settings().image_cache_dir, timeout_s=30).images
+    if not images.base_present:
+        missing(f"the base image {images.base_tag}")
+    if not images.runtime_present:
+        missing(f"the agent runtime of {images.base_tag} (in {images.runtime})")
+    return images.base_tag
 
 
-def required_polyglot_image(client: Any) -> str:
+def required_polyglot_image(images: ImageStore) -> str:
+    """The toolchain image's tag, once `clade images build --benchmark polyglot` made it."""
     from benchmarks.polyglot.image import polyglot_image_tag
-    from sandbox.images.build import image_exists
 
     tag = polyglot_image_tag()
-    if not image_exists(client, tag):
+    if not images.exists(tag):
         missing(f"the Polyglot toolchain image {tag}")
     return tag
 

@@ -23,17 +23,44 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from contracts.errors import PatchError
+from contracts.events import CrossoverOpened
 from contracts.jobs import CrossoverPart
+from contracts.vocabulary import StepKind
+from service import events
 from service.archive.git_store import MergeConflictError
 from service.archive.limits import TooLargeError
 from service.archive.store import Archive
-from service.db.models import Event, Run, RunAgent, Step
+from service.db.models import Run, RunAgent, Step
 from service.driver.parents import candidates
 from service.lifecycle import StepStatus
 from service.plan import RunPlan
 from service.results import reject_step
+from service.selection.ledger import StepView
+from service.selection.policy import ImproveParts, PolicyDefaults, RunScope
 
-CROSSOVER = "crossover"
+CROSSOVER = StepKind.CROSSOVER
+
+
+class Crossover(PolicyDefaults):
+    """Crossover as a run policy: steps opened in a tick may become crossovers, their merges
+    are made before jobs are sent, and a conflicting one's improve job carries the conflicts.
+    Without the archive no step is a crossover."""
+
+    def __init__(self, session: Session, run: Run, plan: RunPlan, archive: Archive | None) -> None:
+        self.session, self.run, self.plan = session, run, plan
+        self.archive = archive
+
+    def after_opening(self, scope: RunScope) -> None:
+        if self.archive is not None:
+            pair_steps(self.session, self.run, self.plan, first_number=scope.steps_opened + 1)
+
+    def before_dispatch(self, scope: RunScope) -> list[str]:
+        if self.archive is None:
+            return []
+        return merge_pending(self.session, self.run, self.plan, self.archive)
+
+    def improve_parts(self, scope: RunScope, step: StepView) -> ImproveParts:
+        return ImproveParts(crossover=job_part(self.archive, step))
 
 
 def pair_steps(session: Session, run: Run, plan: RunPlan, *, first_number: int) -> None:
@@ -43,7 +70,7 @@ def pair_steps(session: Session, run: Run, plan: RunPlan, *, first_number: int) 
         return
     steps = session.scalars(
         select(Step)
-        .where(Step.run_id == run.id, Step.number >= first_number, Step.kind == "improve")
+        .where(Step.run_id == run.id, Step.number >= first_number, Step.kind == StepKind.IMPROVE)
         .where(Step.status == StepStatus.PENDING, Step.dispatches == 0)
         .order_by(Step.number)
     ).all()
@@ -61,17 +88,10 @@ def pair_steps(session: Session, run: Run, plan: RunPlan, *, first_number: int) 
             continue
         step.kind = CROSSOVER
         step.second_parent_id = plan.strategy.select(others, rng, k=1)[0]
-        session.add(
-            Event(
-                run_id=run.id,
-                kind="crossover_opened",
-                payload={
-                    "step": step.number,
-                    "parent_id": step.parent_id,
-                    "second_parent_id": step.second_parent_id,
-                },
-            )
+        opened = CrossoverOpened(
+            step=step.number, parent_id=step.parent_id, second_parent_id=step.second_parent_id
         )
+        events.emit(session, opened, run_id=run.id)
 
 
 def crossover_stream(rng_seed: int, step_number: int, rate: float) -> random.Random | None:
@@ -105,7 +125,7 @@ def merge_pending(session: Session, run: Run, plan: RunPlan, archive: Archive) -
     return made
 
 
-def job_part(archive: Archive | None, step: Step) -> CrossoverPart | None:
+def job_part(archive: Archive | None, step: StepView) -> CrossoverPart | None:
     """What an improve job of a conflicting crossover step tells the worker; None for others."""
     if step.kind != CROSSOVER or step.second_parent_id is None:
         return None

@@ -25,7 +25,8 @@ from sqlalchemy.pool import StaticPool
 from contracts.config import RunConfig
 from contracts.settings import Settings
 from service.db.models import Base, Evaluation, Run, RunAgent, Step
-from service.driver.loop import Outbox, drive
+from service.driver.jobs import Outbox
+from service.driver.tick import drive
 from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus
 from service.plan import plan_run
 from service.queries import top_agents

@@ -46,6 +46,9 @@ class LandscapeCatalog:
     def get(self, config: BenchmarkConfig) -> Benchmark:
         return self._benchmark
 
+    def spelled_out(self, config: BenchmarkConfig) -> BenchmarkConfig:
+        return config  # a landscape has no options to spell out
+
 
 def _task(task_id: str) -> Task:
     return Task(

@@ -50,7 +50,7 @@ def docker_backend() -> Iterator[tuple[SandboxBackend, str]]:
         pytest.fail(f"Docker engine unreachable ({exc}); start it with .ci/docker.sh")
     owner = f"test-benchmarks-{uuid.uuid4().hex[:8]}"
     backend = get_backend("docker", owner=owner)
-    yield backend, required_base_image(client)
+    yield backend, required_base_image()
     backend.remove_orphans(owner)
     client.close()
 
