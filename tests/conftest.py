@@ -112,15 +112,19 @@ LONG_TESTS = {
 }
 
 
-# A test that takes one of these (directly or through another fixture) needs the Docker engine:
-# it is marked `docker`, so `pytest -m "not docker"` runs the rest on a machine without one.
+# A test that takes one of these (directly or through another fixture), or any test under
+# tests/e2e/ (a whole Clade, with workers and their sandboxes), needs the Docker engine: it is
+# marked `docker`, so `pytest -m "not docker"` runs the rest on a machine without one.
 DOCKER_FIXTURES = frozenset({"docker_client", "base_image", "docker_backend", "cluster_factory"})
+E2E_TESTS = Path(__file__).parent / "e2e"
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into node ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if DOCKER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        if DOCKER_FIXTURES.intersection(getattr(item, "fixturenames", ())) or item.path.is_relative_to(
+            E2E_TESTS
+        ):
             item.add_marker(pytest.mark.docker)
         if item.nodeid in LONG_TESTS:
             item.add_marker(pytest.mark.xdist_group(LONG_TESTS[item.nodeid]))
