@@ -13,13 +13,17 @@ from benchmarks.base import (
     find_task,
     subset_tasks,
 )
-from benchmarks.registry import get_benchmark, known_benchmarks, register_benchmark
+from benchmarks.registry import BenchmarkRegistry, get_benchmark, known_benchmarks
+from benchmarks.spec import BenchmarkSpec, LoadContext
 
 __all__ = [
     "Benchmark",
     "BenchmarkError",
+    "BenchmarkRegistry",
+    "BenchmarkSpec",
     "BrokenTask",
     "GradeReport",
+    "LoadContext",
     "Task",
     "TestGroupResult",
     "TestStatus",
@@ -28,6 +32,5 @@ __all__ = [
     "find_task",
     "get_benchmark",
     "known_benchmarks",
-    "register_benchmark",
     "subset_tasks",
 ]

@@ -10,7 +10,7 @@ import json
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal, NamedTuple, Protocol
+from typing import Literal, NamedTuple, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -223,6 +223,25 @@ class Benchmark(Protocol):
         """Apply `diff` to a fresh copy of the repository, add the hidden tests and run them
         in a fresh sandbox. A failed test is a verdict; a broken sandbox raises SandboxError."""
         ...
+
+
+@runtime_checkable
+class ChecksEnvironment(Protocol):
+    """A benchmark whose tasks need more of a worker's sandboxes than Clade's base image (a
+    toolchain image, say). Asked on the worker, before a task runs: the service that plans a
+    run never talks to a sandbox engine."""
+
+    def check_environment(self, task: Task, backend: SandboxBackend) -> None:
+        """Raise `BenchmarkError`, saying what is missing and how to get it, unless `task` can
+        run and be graded with `backend`."""
+        ...
+
+
+def check_environment(benchmark: Benchmark, tasks: list[Task], backend: SandboxBackend) -> None:
+    """`ChecksEnvironment.check_environment` for each of `tasks`, if `benchmark` has one."""
+    if isinstance(benchmark, ChecksEnvironment):
+        for task in tasks:
+            benchmark.check_environment(task, backend)
 
 
 def find_task(benchmark: Benchmark, instance_id: str) -> Task:

@@ -2,18 +2,17 @@
 
     clade images build --benchmark polyglot
 
-A builder takes a Docker client, the image cache folder and a progress callback and
-returns the tag; builders are imported only when asked for.
+A builder takes the sandbox backend's image store (`sandbox.base.ImageStore`) and a progress
+callback and returns the tag; builders are imported only when asked for.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 from benchmarks.base import UnknownBenchmark
+from sandbox.base import ImageStore
 
 ImageBuilder = Callable[..., str]
 
@@ -30,13 +29,11 @@ def has_image(name: str) -> bool:
     return name in _BUILDERS
 
 
-def build_benchmark_image(
-    name: str, client: Any, cache_dir: Path | None, *, progress: Callable[[str], None]
-) -> str:
+def build_benchmark_image(name: str, images: ImageStore, *, progress: Callable[[str], None]) -> str:
     """Build (or reuse) the image of benchmark `name`; its tag."""
     if name not in _BUILDERS:
         known = ", ".join(benchmarks_with_images()) or "none"
         raise UnknownBenchmark(f"benchmark {name!r} has no image of its own (those that do: {known})")
     module_name, _, attribute = _BUILDERS[name].partition(":")
     builder: ImageBuilder = getattr(importlib.import_module(module_name), attribute)
-    return builder(client, cache_dir, progress=progress)
+    return builder(images, progress=progress)

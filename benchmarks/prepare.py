@@ -10,13 +10,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypeVar
 
 from benchmarks.base import Benchmark
-from sandbox.base import SandboxUnavailable
+from sandbox.base import ImageStore, SandboxUnavailable
 
 Progress = Callable[[str], None]
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -31,11 +31,7 @@ class Prepared:
     detail: str = ""
 
 
-def prepare_images(
-    benchmark: Benchmark, *, client: Any, cache_dir: Path | None, progress: Progress
-) -> list[Prepared]:
-    from sandbox.images.build import ensure_base_image, ensure_runtime, ensure_task_image
-
+def prepare_images(benchmark: Benchmark, *, images: ImageStore, progress: Progress) -> list[Prepared]:
     prepared: list[Prepared] = []
     tasks = benchmark.tasks()
     users: dict[str, int] = {}
@@ -45,28 +41,21 @@ def prepare_images(
     without_image = len(tasks) - sum(users.values())
 
     started = time.monotonic()
-    base_present = _present(client, None)
-    base = ensure_base_image(client, cache_dir, progress=progress)
-    status: Literal["present", "built"] = "present" if base in base_present else "built"
+    base, built = _noting(lambda note: images.base(progress=note), progress)
+    status: Literal["present", "built"] = "built" if built else "present"
     prepared.append(Prepared(base, "base image", status, without_image, time.monotonic() - started))
 
     started = time.monotonic()
-    lines: list[str] = []
-
-    def note(line: str) -> None:
-        lines.append(line)
-        progress(line)
-
-    runtime = ensure_runtime(client, base, cache_dir, progress=note)
-    status = "built" if lines else "present"
+    runtime, built = _noting(lambda note: images.runtime(base, progress=note), progress)
+    status = "built" if built else "present"
     prepared.append(Prepared(str(runtime), "agent runtime", status, len(tasks), time.monotonic() - started))
 
     for number, (image, count) in enumerate(sorted(users.items()), start=1):
         progress(f"[{number}/{len(users)}] {image}")
         started = time.monotonic()
-        had = image in _present(client, image)
         try:
-            ensure_task_image(client, image, progress=progress)
+            had = images.exists(image)
+            images.for_task(image, progress=progress)
         except SandboxUnavailable as exc:
             prepared.append(
                 Prepared(image, "task image", "failed", count, time.monotonic() - started, str(exc))
@@ -78,16 +67,12 @@ def prepare_images(
     return prepared
 
 
-def _present(client: Any, name: str | None) -> set[str]:
-    """Tags the engine has: of `name`, or of Clade's base repository."""
-    from docker.errors import ImageNotFound
+def _noting(make: Callable[[Progress], _T], progress: Progress) -> tuple[_T, bool]:
+    """What `make` returns, and whether it reported any step (a build: a present image says nothing)."""
+    lines: list[str] = []
 
-    from sandbox.images.build import BASE_REPOSITORY
+    def note(line: str) -> None:
+        lines.append(line)
+        progress(line)
 
-    if name is None:
-        return {tag for image in client.images.list(name=BASE_REPOSITORY) for tag in image.tags}
-    try:
-        client.images.get(name)
-    except ImageNotFound:
-        return set()
-    return {name}
+    return make(note), bool(lines)

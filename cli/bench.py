@@ -95,31 +95,26 @@ def check(
 
     NAME is a registered benchmark, or the path of a benchmark folder (docs/own-benchmark.md).
     """
-    from benchmarks.base import BenchmarkError, OptionError
+    from benchmarks.base import BenchmarkError, OptionError, check_environment
     from benchmarks.check import check_benchmark
     from benchmarks.images import build_benchmark_image, has_image
     from benchmarks.registry import build_benchmark
-    from contracts.settings import get_settings
+    from cli.sandboxes import local_backend
     from sandbox.base import SandboxError
-    from sandbox.docker_backend import connect
-    from sandbox.images.build import ensure_base_image
-    from sandbox.registry import get_backend
 
     cli: CliContext = ctx.obj
     config = benchmark_from_cli(name, option, options)
-    settings = get_settings()
     with reported_errors():
         try:
-            connection = connect()
-            image = ensure_base_image(connection, settings.image_cache_dir)
-            if has_image(config.name):  # its toolchains must exist before it loads
+            backend = local_backend("bench-check")
+            image = backend.images.base()
+            if has_image(config.name):  # its toolchains must exist before it grades
                 err_console.print(
                     f"building {config.name}'s image if needed (the first time takes a while) ..."
                 )
-                build_benchmark_image(
-                    config.name, connection, settings.image_cache_dir, progress=lambda _: None
-                )
+                build_benchmark_image(config.name, backend.images, progress=lambda _: None)
             benchmark = build_benchmark(config)
+            check_environment(benchmark, benchmark.tasks(), backend)
         except OptionError as exc:
             raise CliError(f"{name} option {exc.field}: {exc}") from exc
         except BenchmarkError as exc:
@@ -127,7 +122,6 @@ def check(
         except SandboxError as exc:
             raise CliError(f"cannot run sandboxes: {exc}") from exc
         try:
-            backend = get_backend(settings.sandbox_backend, owner="bench-check")
             total = len(benchmark.tasks())
             with _progress() as bar:
                 job = bar.add_task(f"checking {name}", total=total)

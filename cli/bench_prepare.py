@@ -24,13 +24,11 @@ def prepare(
     from benchmarks.base import BenchmarkError
     from benchmarks.prepare import prepare_images
     from benchmarks.registry import build_benchmark
-    from contracts.settings import get_settings
+    from cli.sandboxes import local_backend
     from sandbox.base import SandboxError
-    from sandbox.docker_backend import connect
 
     cli: CliContext = ctx.obj
     config = benchmark_from_cli(name, option, options)
-    settings = get_settings()
     with reported_errors():
         try:
             err_console.print(f"loading {name}'s tasks (a named dataset downloads the first time) ...")
@@ -40,8 +38,7 @@ def prepare(
             err_console.print(f"{len(benchmark.tasks())} tasks loaded in {loaded:.1f} s", highlight=False)
             prepared = prepare_images(
                 benchmark,
-                client=connect(),
-                cache_dir=settings.image_cache_dir,
+                images=local_backend("bench-prepare").images,
                 progress=lambda line: err_console.print(f"[dim]{line}[/dim]", highlight=False),
             )
         except (BenchmarkError, SandboxError) as exc:

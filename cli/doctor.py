@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import httpx
 import typer
@@ -20,6 +20,9 @@ from rich.markup import escape
 
 from cli.context import CliContext
 from contracts.settings import TOKEN_NAMES, Settings, load_or_create_secrets
+
+if TYPE_CHECKING:
+    from sandbox.docker_health import ImagesState
 
 TIMEOUT_S = 5.0
 GIB = 1024**3
@@ -57,13 +60,12 @@ def fail(name: str, detail: str, advice: str) -> Check:
 
 def check_docker(settings: Settings) -> list[Check]:
     """The engine and its version, then the sandbox images a worker needs."""
-    import docker
-    from docker.errors import DockerException
+    from sandbox.base import SandboxUnavailable
+    from sandbox.docker_health import engine_state
 
     try:
-        client = docker.from_env(timeout=int(TIMEOUT_S))
-        version = client.version()
-    except (DockerException, OSError) as exc:
+        state = engine_state(settings.image_cache_dir, timeout_s=TIMEOUT_S)
+    except SandboxUnavailable as exc:
         return [
             fail(
                 "docker",
@@ -71,26 +73,18 @@ def check_docker(settings: Settings) -> list[Check]:
                 "start it (`systemctl start docker`) or point DOCKER_HOST at it; workers need it",
             )
         ]
-    engine = ok("docker", f"Docker engine {version.get('Version')} (API {version.get('ApiVersion')})")
-    return [engine, check_images(client, settings)]
+    engine = ok("docker", f"Docker engine {state.version} (API {state.api_version})")
+    return [engine, check_images(state.images)]
 
 
-def check_images(client: object, settings: Settings) -> Check:
-    from docker.errors import DockerException
-
-    from sandbox.images.build import BASE_REPOSITORY, BaseImageRecipe, default_cache_dir
-    from sandbox.images.runtime import COMPLETE, runtime_key
-
-    tag = f"{BASE_REPOSITORY}:{BaseImageRecipe().key()[:12]}"
+def check_images(images: ImagesState) -> Check:
+    tag = images.base_tag
     build = "build them with `clade images build` (a few minutes; workers also build them on first use)"
-    try:
-        image = client.images.get(tag)  # type: ignore[attr-defined]
-    except DockerException:
+    if not images.base_present:
         return warn("images", f"missing: the base image {tag} and the agent runtime", build)
-    cache = (settings.image_cache_dir or default_cache_dir()).expanduser()
-    runtime = cache / "runtime" / runtime_key(str(image.id))
-    if not (runtime / COMPLETE).is_file():
-        return warn("images", f"base image {tag} present; missing: the agent runtime in {runtime}", build)
+    if not images.runtime_present:
+        missing = f"missing: the agent runtime in {images.runtime}"
+        return warn("images", f"base image {tag} present; {missing}", build)
     return ok("images", f"base image {tag} and the agent runtime present")
 
 

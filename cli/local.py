@@ -15,6 +15,9 @@ import typer
 from contracts.logs import configure_logging
 from contracts.settings import get_settings
 
+# Owner name of this command's backend: image builds start no sandbox, so it labels none.
+IMAGES_OWNER = "clade-images"
+
 if TYPE_CHECKING:
     from cli.stack import Stack
 
@@ -151,14 +154,12 @@ def demo(
 def build_images(quiet: bool = False) -> None:
     """Build the sandbox base image locally (debootstrap, wheels from the host) and the agent
     runtime made from it, or reuse them."""
-    from sandbox.docker_backend import connect
-    from sandbox.images.build import ensure_base_image, ensure_runtime
+    from cli.sandboxes import local_backend
 
-    settings = get_settings()
-    client = connect()
+    images = local_backend(IMAGES_OWNER).images
     progress = (lambda _line: None) if quiet else typer.echo
-    tag = ensure_base_image(client, settings.image_cache_dir, progress=progress)
-    runtime = ensure_runtime(client, tag, settings.image_cache_dir, progress=progress)
+    tag = images.base(progress=progress)
+    runtime = images.runtime(tag, progress=progress)
     if not quiet:
         typer.echo(f"base image ready: {tag}")
         typer.echo(f"agent runtime ready: {runtime}")
@@ -180,15 +181,14 @@ def images_build(
         from benchmarks.images import build_benchmark_image
         from cli.client import CliError
         from cli.output import reported_errors
+        from cli.sandboxes import local_backend
         from sandbox.base import SandboxError
-        from sandbox.docker_backend import connect
 
         started = time.monotonic()
         with reported_errors():
             try:
-                tag = build_benchmark_image(
-                    benchmark, connect(), get_settings().image_cache_dir, progress=typer.echo
-                )
+                images = local_backend(IMAGES_OWNER).images
+                tag = build_benchmark_image(benchmark, images, progress=typer.echo)
             except (BenchmarkError, SandboxError) as exc:
                 raise CliError(str(exc)) from exc
         typer.echo(f"{benchmark} image ready: {tag} ({time.monotonic() - started:.0f}s)")

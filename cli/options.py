@@ -1,7 +1,7 @@
 """Benchmark options on the command line: `--option KEY=VALUE` (repeatable) and `--options FILE.yaml`.
 
-Both are validated by the same typed models as a run configuration's `benchmark`
-(contracts/benchmark_options.py), so a wrong option is refused here, naming it,
+Both are validated by the benchmark's own options model, as a run configuration's `benchmark`
+is (benchmarks/registry.py), so a wrong option is refused here, naming it,
 before anything is loaded or sent. Commands add the two options with `OptionPairs`
 and `OptionsFile`, and turn them into a typed configuration with `benchmark_from_cli`.
 """
@@ -14,14 +14,9 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.text import Text
 
+from benchmarks.registry import benchmark_config, installed_registry
 from cli.output import err_console
-from contracts.benchmark_options import (
-    BENCHMARK_CONFIGS,
-    BenchmarkConfig,
-    BenchmarkOptionError,
-    SWEbenchConfig,
-    benchmark_config,
-)
+from contracts.benchmark_options import BenchmarkConfig, BenchmarkOptionError
 from contracts.safe_yaml import YamlInputError, load_yaml
 
 # Exit code of a command given wrong options (as for any usage error).
@@ -99,12 +94,14 @@ def parse_benchmark(name: str, pairs: list[str] | None, path: Path | None) -> Be
     """
     options = read_options_file(path) if path is not None else {}
     options.update(parse_pairs(pairs or []))
-    if name not in BENCHMARK_CONFIGS and Path(name).expanduser().is_dir():
+    if name not in installed_registry().names() and Path(name).expanduser().is_dir():
         name, options = "folder", {**options, "path": str(Path(name).expanduser().resolve())}
     config = benchmark_config(name, options)
-    if isinstance(config, SWEbenchConfig) and Path(config.options.dataset).exists():
-        dataset = str(Path(config.options.dataset).resolve())
-        config = config.model_copy(update={"options": config.options.model_copy(update={"dataset": dataset})})
+    dataset = config.options.get("dataset") if name == "swebench" else None
+    if isinstance(dataset, str) and Path(dataset).exists():
+        config = config.model_copy(
+            update={"options": {**config.options, "dataset": str(Path(dataset).resolve())}}
+        )
     return config
 
 

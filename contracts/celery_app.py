@@ -19,7 +19,7 @@ QUEUE = "clade"
 
 def make_celery(settings: Settings) -> Celery:
     app = Celery("clade")
-    # The service refuses runs whose hard time limits are not below this (service/driver/plan.py).
+    # The service refuses runs whose hard time limits are not below this (service/plan.py).
     visibility_s = settings.broker_visibility_timeout_s
     # Redis looks for tasks whose worker died every interval * throttle seconds (kombu: 10 * 10):
     # at most a tenth of the visibility timeout, so such a task is back within about 1.1 times it.

@@ -9,19 +9,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from contracts.benchmark_options import BenchmarkConfig, CladeMiniConfig, validate_benchmark
+from contracts.benchmark_options import BenchmarkConfig
 from contracts.safe_yaml import YamlInputError, load_yaml
 
 
 class ConfigFieldError(ValueError):
     """A run configuration is well-formed but cannot run (a task or subset that does not exist,
-    limits the broker cannot honour, ...); `field` is the path of the value at fault."""
+    limits the broker cannot honour, ...); `field` is the path of the value at fault.
+    `issues`, when given, are every problem found as (location, message, kind), the first at
+    `field` (the API answers each, as it answers a validation error)."""
 
-    def __init__(self, field: str, message: str) -> None:
+    def __init__(
+        self, field: str, message: str, *, issues: list[tuple[tuple[str | int, ...], str, str]] | None = None
+    ) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
+        self.issues = issues or []
 
 
 class StrictModel(BaseModel):
@@ -200,8 +205,8 @@ class RunConfig(StrictModel):
     version: Literal[1] = 1
     name: str = Field(default="run", min_length=1, max_length=200)
     seed_agent: str = Field(pattern=r"^[0-9a-f]{40}$")
-    # One options model per benchmark, chosen by `benchmark.name` (see benchmark_options.py).
-    benchmark: BenchmarkConfig = Field(default_factory=CladeMiniConfig)
+    # A registered benchmark; its options are checked by its own model when the run is planned.
+    benchmark: BenchmarkConfig = Field(default_factory=BenchmarkConfig)
     stages: list[StageConfig] = Field(
         default_factory=lambda: [StageConfig()], min_length=1, max_length=MAX_STAGES
     )
@@ -216,8 +221,6 @@ class RunConfig(StrictModel):
     # Versioned utilities (issue 12): none keeps one utility for the whole run.
     epochs: list[EpochConfig] = Field(default_factory=list, max_length=100)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
-
-    _benchmark_paths = field_validator("benchmark", mode="wrap")(validate_benchmark)
 
 
 def load_run_config(path: Path) -> RunConfig:

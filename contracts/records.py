@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from contracts.scores import ScoreCounts
+
 # Token counts are stored in 32-bit integer columns and summed there, per call (prompt plus
 # completion) and per evaluation: a call reports at most a billion of each, far beyond any
 # model's context, and an evaluation's totals must still fit.
@@ -117,7 +119,9 @@ class StageScoreRecord(Record):
     passed: bool
 
 
-class AgentRunRecord(Record):
+class AgentRunRecord(Record, ScoreCounts):
+    """An agent in one run: its score with the counts behind it (`ScoreCounts`)."""
+
     run_id: str
     run_name: str
     status: str
@@ -126,16 +130,6 @@ class AgentRunRecord(Record):
     epoch: int = 0  # the utility version `score` was measured under
     stages: list[StageScoreRecord]
     config: dict[str, Any]
-    # The score's counts with its 95% Wilson interval, and the held-out result if it had one.
-    resolved: int | None = None
-    attempted: int | None = None
-    score_low: float | None = None
-    score_high: float | None = None
-    heldout_resolved: int | None = None
-    heldout_total: int | None = None
-    heldout_low: float | None = None
-    heldout_high: float | None = None
-    same_as: str | None = None  # an agent with the same code, whose results it reused
 
 
 class AgentMetadata(Record):

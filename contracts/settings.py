@@ -72,6 +72,8 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     price_table_path: Path | None = None
     sandbox_backend: str = "docker"
+    # A backend registered as not isolating agent code (sandbox/registry.py) runs only with this.
+    sandbox_allow_unsafe: bool = False
     # What an agent may write to its folders (repository and output) in one sandbox, and how it
     # is held to it: "loop" (a loop-mounted ext4 image per sandbox; needs root), "watch" (a
     # watcher removes the sandbox past the limit), "auto" (loop when the worker can mount).

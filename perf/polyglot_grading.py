@@ -31,6 +31,7 @@ from docker.errors import ImageNotFound
 from benchmarks.polyglot import FIXTURES_DIR, Polyglot
 from benchmarks.polyglot.image import PolyglotImageRecipe, ensure_polyglot_image
 from sandbox.docker_backend import connect
+from sandbox.docker_images import DockerImages
 from sandbox.images.build import OS_REPOSITORY, ensure_base_image
 from sandbox.registry import get_backend
 
@@ -50,7 +51,9 @@ def build(mode: str, cache_dir: Path | None) -> float:
     with tempfile.TemporaryDirectory(prefix="clade-perf-cache-") as empty:
         cache = Path(empty) if mode == "nothing" else cache_dir
         began = time.perf_counter()
-        ensure_polyglot_image(client, cache, progress=lambda line: print(f"  {line}"[:160]))
+        ensure_polyglot_image(
+            DockerImages(client, cache_dir=cache), progress=lambda line: print(f"  {line}"[:160])
+        )
         return time.perf_counter() - began
 
 
@@ -70,7 +73,7 @@ def main() -> int:
         seconds = build(args.build, args.cache_dir)
         print(f"toolchain image built from {args.build}: {seconds:.0f} s")
     client = connect()
-    image = args.image or ensure_polyglot_image(client, args.cache_dir)
+    image = args.image or ensure_polyglot_image(DockerImages(client, cache_dir=args.cache_dir))
     base = ensure_base_image(client, args.cache_dir)
     options: dict[str, object] = {"root": args.root or TOOLCHAIN_FIXTURES, "image": image}
     if args.languages:

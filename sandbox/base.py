@@ -1,16 +1,24 @@
 """The sandbox seam: a protocol every backend implements and the records it returns.
 
-A command that fails is a result (`ExecResult` with its exit code); a sandbox
-that cannot be started or has broken is an exception (`SandboxError`).
+A backend owns both halves of an environment: the images its sandboxes start from
+(`ImageStore`: found, built or pulled on request) and the sandboxes themselves
+(`SandboxBackend.start`). Benchmarks and the worker ask it for both; nothing else talks
+to the engine. A command that fails is a result (`ExecResult` with its exit code); a
+sandbox that cannot be started or has broken is an exception (`SandboxError`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from sandbox.images.recipes import LayeredImage
+
+Progress = Callable[[str], None]
 
 LABEL_PREFIX = "dev.clade"
 OWNER_LABEL = f"{LABEL_PREFIX}.owner"
@@ -106,8 +114,53 @@ class Sandbox(Protocol):
     def close(self) -> None: ...
 
 
+class ImageStore(Protocol):
+    """The images a backend's sandboxes start from. Clade's own (base, agent layers, a
+    benchmark's `LayeredImage`) are built here, never pulled, and cached by a digest of their
+    inputs; a task's own image is used as it is and pulled by name when absent.
+
+    Every method raises `SandboxUnavailable` naming the image when it cannot be had, and
+    `SandboxError` when the engine fails; `progress` receives one line per build step.
+    """
+
+    def exists(self, image: str) -> bool:
+        """Whether the engine has `image` (never built or pulled by asking)."""
+        ...
+
+    def base(self, *, progress: Progress | None = None) -> str:
+        """Tag of Clade's base image (Python and the seed agent's requirements)."""
+        ...
+
+    def for_agent(self, requirements: Sequence[str], *, progress: Progress | None = None) -> str:
+        """The base image plus `requirements` as a cached layer; the base tag without any."""
+        ...
+
+    def for_task(self, image: str, *, progress: Progress | None = None) -> str:
+        """A task's own image as it is, pulled when absent."""
+        ...
+
+    def runtime(self, image: str, *, progress: Progress | None = None) -> Path:
+        """Host folder of the agent runtime made from `image` (the base or an agent image),
+        to be mounted read-only into any task image."""
+        ...
+
+    def build(self, recipe: LayeredImage, *, progress: Progress | None = None) -> str:
+        """A benchmark's own image (e.g. polyglot's toolchains), built once; its tag."""
+        ...
+
+    def copy_out(self, image: str, source: str, dest: Path) -> Path:
+        """Copy the folder `source` of `image` to `dest/<its name>` without running the image;
+        that path. `SandboxFileError` when the image has no such folder."""
+        ...
+
+
 class SandboxBackend(Protocol):
     name: str
+
+    @property
+    def images(self) -> ImageStore:
+        """The images this backend's sandboxes start from, on the same engine."""
+        ...
 
     def start(self, spec: SandboxSpec) -> Sandbox: ...
 

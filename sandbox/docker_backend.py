@@ -1,10 +1,12 @@
-"""The Docker backend: one hardened, idle container per sandbox (see `docker_sandbox`)."""
+"""The Docker backend: one hardened, idle container per sandbox (see `docker_sandbox`), and
+the images they start from (`docker_images`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import docker
@@ -21,6 +23,7 @@ from sandbox.base import (
     SandboxUnavailable,
 )
 from sandbox.ceiling import ResourceCeiling
+from sandbox.docker_images import DockerImages
 from sandbox.docker_sandbox import KEEPER_NAME, KEEPER_SCRIPT, SANDBOX_USER, DockerSandbox
 from sandbox.liveness import ProcessStamp, this_process
 
@@ -32,6 +35,7 @@ CREATED_LABEL = f"{LABEL_PREFIX}.created"
 # instead: a fork bomb refilling its pids limit on a busy 2-core machine took more than 10 s.
 KILL_GRACE_S = 30.0
 
+
 class DockerBackend:
     """Starts `DockerSandbox`es.
 
@@ -41,7 +45,8 @@ class DockerBackend:
     or a `base_url`; with neither, the environment's engine is used. Every spec is clamped
     to `ceiling` (default: this host's memory less a reserve, its CPUs; `sandbox.ceiling`).
     `writable_limit_mb` watches every sandbox's read-write mounts unless its spec says otherwise
-    (`SandboxSpec.writable_limit_mb`); None: not watched.
+    (`SandboxSpec.writable_limit_mb`); None: not watched. `images` builds and finds images on
+    the same engine, caching their inputs in `image_cache_dir` (default: ~/.cache/clade/images).
     """
 
     name: str = "docker"
@@ -56,8 +61,10 @@ class DockerBackend:
         file_timeout_s: float = 60.0,
         ceiling: ResourceCeiling | None = None,
         writable_limit_mb: int | None = None,
+        image_cache_dir: Path | None = None,
     ) -> None:
         self._client = client if client is not None else connect(base_url)
+        self.images = DockerImages(self._client, cache_dir=image_cache_dir)
         self.ceiling = ceiling or ResourceCeiling.for_host()
         self.writable_limit_mb = writable_limit_mb
         self.owner = owner

@@ -13,6 +13,7 @@ from contracts.errors import NotFoundError
 from service import leases, lifecycle
 from service.db.models import Agent, Evaluation, Event, Run, RunAgent, Step
 from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus, Transition
+from service.plan import RunPlan
 
 
 class UnknownAgentError(NotFoundError):
@@ -42,15 +43,17 @@ def require_agents(session: Session, *, config: RunConfig) -> None:
         raise UnknownAgentError("improver.agent", config.improver.agent)
 
 
-def create_run(session: Session, *, config: RunConfig, stage_tasks: list[list[str]]) -> Run:
-    """A new running run whose archive holds its seed. The caller commits."""
+def create_run(session: Session, *, plan: RunPlan) -> Run:
+    """A new running run whose archive holds its seed, stored from a plan (`service.plan.plan_run`
+    validated its configuration). The caller commits."""
+    config = plan.config
     require_agents(session, config=config)
     now = datetime.now(UTC)
     run = Run(
         id=new_id(),
         name=config.name,
         config=config.model_dump(mode="json"),
-        stage_tasks=stage_tasks,
+        stage_tasks=plan.stage_tasks,
         seed_agent_id=config.seed_agent,
         created_at=now,
         started_at=now,

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from benchmarks.base import Task
 from benchmarks.catalog import BenchmarkCatalog
 from contracts.settings import Settings
-from sandbox.base import SandboxBackend
+from sandbox.base import ImageStore, SandboxBackend
 from sandbox.ceiling import ResourceCeiling
 from sandbox.registry import get_backend
 from worker.llm import PriceTable, Upstream, UpstreamConfig, load_price_table, make_upstream
@@ -22,55 +20,30 @@ log = logging.getLogger("clade.worker")
 
 
 class ImageProvider:
-    """Images for agents: the base image, plus a cached layer for an agent's extra requirements,
-    or a task's own image as it is; and the agent runtime (Clade's Python with the agent's
-    requirements, mounted read-only into whichever image the agent runs in)."""
+    """Which image an agent runs in, asked of the backend's image store: the base image, plus
+    a cached layer for an agent's extra requirements, or a task's own image as it is; and the
+    agent runtime (Clade's Python with the agent's requirements, mounted read-only into
+    whichever image the agent runs in)."""
 
-    def __init__(self, cache_dir: Path | None) -> None:
-        self.cache_dir = cache_dir
-        self._client: Any = None
-        self._base: str | None = None
-        self._lock = threading.Lock()
-
-    def _docker(self) -> Any:
-        from sandbox.docker_backend import connect
-
-        if self._client is None:
-            self._client = connect()
-        return self._client
+    def __init__(self, store: ImageStore) -> None:
+        self.store = store
 
     def base(self) -> str:
-        from sandbox.images.build import ensure_base_image
-
-        with self._lock:
-            if self._base is None:
-                self._base = ensure_base_image(self._docker(), self.cache_dir, progress=log.info)
-            return self._base
+        return self.store.base(progress=log.info)
 
     def for_agent(self, requirements: list[str]) -> str:
-        from sandbox.images.build import ensure_agent_image
-
-        base = self.base()
-        with self._lock:
-            return ensure_agent_image(self._docker(), base, requirements, self.cache_dir, progress=log.info)
+        return self.store.for_agent(requirements, progress=log.info)
 
     def for_task(self, task: Task, requirements: list[str]) -> str:
         """The image an agent solves `task` in: the task's own image (SWE-bench: the instance
         image) as it is, pulled when absent; `for_agent` for a task without one."""
         if task.image is None:
             return self.for_agent(requirements)
-        from sandbox.images.build import ensure_task_image
-
-        with self._lock:
-            return ensure_task_image(self._docker(), task.image, progress=log.info)
+        return self.store.for_task(task.image, progress=log.info)
 
     def runtime(self, requirements: list[str]) -> Path:
         """Host folder of the agent runtime with `requirements`, for a read-only mount."""
-        from sandbox.images.build import ensure_runtime
-
-        image = self.for_agent(requirements)
-        with self._lock:
-            return ensure_runtime(self._docker(), image, self.cache_dir, progress=log.info)
+        return self.store.runtime(self.for_agent(requirements), progress=log.info)
 
 
 @dataclass
@@ -101,20 +74,23 @@ def build_context(settings: Settings, *, owner: str, metrics: WorkerMetrics | No
     ceiling = ResourceCeiling.for_host(
         settings.sandbox_max_memory_mb, settings.sandbox_max_cpus, settings.sandbox_max_pids
     )
+    backend = TimedBackend(
+        get_backend(
+            settings.sandbox_backend,
+            allow_unsafe=settings.sandbox_allow_unsafe,
+            owner=owner,
+            ceiling=ceiling,
+            # Grading sandboxes: their read-write folders are watched (see sandbox/disk.py).
+            writable_limit_mb=settings.sandbox_disk_mb,
+            image_cache_dir=settings.image_cache_dir,
+        ),
+        metrics,
+    )
     return WorkerContext(
         settings=settings,
         client=ServiceClient(settings.service_url, settings.worker_token.get_secret_value()),
-        backend=TimedBackend(
-            get_backend(
-                settings.sandbox_backend,
-                owner=owner,
-                ceiling=ceiling,
-                # Grading sandboxes: their read-write folders are watched (see sandbox/disk.py).
-                writable_limit_mb=settings.sandbox_disk_mb,
-            ),
-            metrics,
-        ),
-        images=ImageProvider(settings.image_cache_dir),
+        backend=backend,
+        images=ImageProvider(backend.images),
         upstream=upstream,
         prices=load_price_table(settings.price_table_path),
         secrets=[key] if key else [],

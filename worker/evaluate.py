@@ -3,8 +3,9 @@
 When the job carries a judge (its epoch's utility has one), the judge grades the trajectory
 after the tests and its verdict is folded into the result (`worker.judge`).
 
-An evaluation that cannot run at all (its task image cannot be built, or Celery's retries
-of an infrastructure error ran out) is reported at once as an infrastructure failure with
+An evaluation that cannot run at all (its task image cannot be built or lacks what the task
+needs, e.g. a polyglot language's toolchain; or Celery's retries of an infrastructure error
+ran out) is reported at once as an infrastructure failure with
 its cause, so the run shows why instead of waiting for the driver to give up on it.
 """
 
@@ -14,7 +15,8 @@ import logging
 import time
 from pathlib import Path
 
-from benchmarks.base import GradeReport, Task, find_task
+from benchmarks.base import BenchmarkError, GradeReport, Task, check_environment, find_task
+from contracts.benchmark_options import BenchmarkOptionError
 from contracts.errors import InvalidAgentError
 from contracts.jobs import EvaluateJob
 from contracts.records import Durations, EvaluationResult, EvaluationSubmission
@@ -34,13 +36,24 @@ IMAGE_RETRY_DELAYS_S = (1.0, 4.0)
 
 def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
     started = time.monotonic()
-    benchmark = ctx.catalog.get(job.benchmark)
+    try:
+        benchmark = ctx.catalog.get(job.benchmark)
+    except BenchmarkOptionError as exc:  # checked by the service: this worker lacks what it has
+        raise InfrastructureError(
+            f"this worker cannot load the benchmark {job.benchmark.name!r}: {exc}"
+        ) from exc
     task = find_task(benchmark, job.task_id)
     code = ctx.client.agent_code(job.agent_id)
     try:
         manifest = manifest_from_tar(code)
     except InvalidAgentError as exc:
         return _cannot_start(ctx, job, exc)
+    try:
+        # What the task needs of this worker's sandboxes (polyglot: its toolchain image),
+        # asked here: the service that planned the run never talks to a sandbox engine.
+        check_environment(benchmark, [task], ctx.backend)
+    except BenchmarkError as exc:
+        return report_infrastructure_failure(ctx, job, f"task {task.instance_id} cannot run here: {exc}")
     try:
         image, runtime = agent_images(ctx, task, manifest.requirements)
     except SandboxError as exc:

@@ -97,6 +97,7 @@ class TimedBackend:
         self.inner = inner
         self.metrics = metrics
         self.name = inner.name
+        self.images = inner.images
 
     def start(self, spec: SandboxSpec) -> Sandbox:
         started = time.monotonic()

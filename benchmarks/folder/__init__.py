@@ -20,9 +20,10 @@ from typing import Any
 from benchmarks.base import BrokenTask, GradeReport, Task, UnknownTask
 from benchmarks.folder.evaluator import EVALUATOR_MOUNT, Verdict, grade_with_evaluator, parse_verdict
 from benchmarks.folder.layout import FolderLayoutError, FolderTask, base_message, load_folder
-from benchmarks.folder.options import FolderOptions, FolderOptionsError, parse_options
+from benchmarks.folder.options import FolderOptions
 from benchmarks.gitops import make_repo
 from benchmarks.pytest_grading import grade_pytest
+from benchmarks.spec import validate_options
 from sandbox.base import SandboxBackend
 
 __all__ = [
@@ -30,7 +31,6 @@ __all__ = [
     "FolderBenchmark",
     "FolderLayoutError",
     "FolderOptions",
-    "FolderOptionsError",
     "Verdict",
     "parse_verdict",
 ]
@@ -44,7 +44,7 @@ class FolderBenchmark:
     name = "folder"
 
     def __init__(self, **options: Any) -> None:
-        self.options: FolderOptions = parse_options(options)
+        self.options: FolderOptions = validate_options(self.name, FolderOptions, options)
         folder = load_folder(self.options.path)
         self._entries = {entry.task.instance_id: entry for entry in folder.tasks}
         self._order = [entry.task for entry in folder.tasks]

@@ -1,34 +1,26 @@
-"""The folder benchmark's options, as a run configuration gives them (`benchmark.options`)."""
+"""The folder benchmark's options (`benchmark.options` of a run configuration)."""
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic import field_validator
 
-from benchmarks.base import OptionError
-from contracts.benchmark_options import FolderOptions
+from contracts.benchmark_options import Options
 
-__all__ = ["FolderOptions", "FolderOptionsError", "parse_options"]
-
-
-class FolderOptionsError(OptionError):
-    """An option is wrong; `field` names it (e.g. "path")."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(field, f"folder option {field!r}: {message}")
+__all__ = ["FolderOptions"]
 
 
-def parse_options(options: dict[str, Any]) -> FolderOptions:
-    """Validate `options`; a `FolderOptionsError` names the first wrong field."""
-    try:
-        return FolderOptions.model_validate(options)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(part) for part in error["loc"]) or "options"
-        message = error["msg"]
-        if error["type"] == "extra_forbidden":
-            message = f"unknown option (known: {', '.join(FolderOptions.model_fields)})"
-        elif error["type"] == "missing":
-            message = "required: the benchmark's folder (benchmark: {name: folder, options: {path: ...}})"
-        raise FolderOptionsError(field, message) from exc
+class FolderOptions(Options):
+    """A benchmark folder of the user's own (docs/own-benchmark.md)."""
+
+    # tasks/<id>/task.json, repos/<repo>/...
+    path: Path
+
+    @field_validator("path")
+    @classmethod
+    def _path_is_a_folder(cls, value: Path) -> Path:
+        value = value.expanduser()
+        if not value.is_dir():
+            raise ValueError(f"{value} is not a folder")
+        return value.resolve()

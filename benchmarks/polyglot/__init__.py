@@ -9,13 +9,17 @@ the example solution; its gold patch turns the stubs into the example solution.
 Grading puts the tests back as shipped and passes when the language's test command
 exits 0 (see `grading.py`). Python exercises run in Clade's base image; the others in the
 toolchain image (`image.py`; the `image` option names another), whose tag each task
-carries. Loading a language whose toolchain that image lacks raises `ToolchainMissing`
-(see `toolchains.py`).
+carries. Loading never asks a sandbox engine (the service loads benchmarks to plan runs):
+a language outside `available_languages`, when the run gives it, is refused at load; the
+toolchain image itself is looked for and probed on the worker, before a task of its language
+runs or is graded (`check_environment`), and a language it lacks raises `ToolchainMissing`
+naming it (see `toolchains.py`).
 """
 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -34,15 +38,17 @@ from benchmarks.polyglot.layout import (
     load_exercise,
     statement,
 )
-from benchmarks.polyglot.options import PolyglotOptions, PolyglotOptionsError, parse_options
+from benchmarks.polyglot.options import PolyglotOptions, PolyglotOptionsError
 from benchmarks.polyglot.toolchains import (
+    ImageToolchains,
     ToolchainMissing,
     ToolchainProbe,
     check_toolchains,
-    default_probe,
     image_probe,
+    require_image,
 )
-from sandbox.base import SandboxBackend
+from benchmarks.spec import validate_options
+from sandbox.base import SandboxBackend, SandboxError
 
 __all__ = [
     "FIXTURES_DIR",
@@ -53,7 +59,6 @@ __all__ = [
     "PolyglotOptionsError",
     "ToolchainMissing",
     "ToolchainProbe",
-    "default_probe",
     "image_probe",
 ]
 
@@ -63,8 +68,8 @@ REPO_PARENT = "/clade/exercises"
 
 class Polyglot:
     """The benchmark, from `PolyglotOptions` (a run configuration's) or the same options as
-    keywords; `probe` (a Python hook, not a run option) replaces the default check of the
-    toolchain image."""
+    keywords; `probe` (a Python hook, not a run option) answers for the toolchain image, at
+    load and in `check_environment`, instead of a sandbox of it."""
 
     name = "polyglot"
 
@@ -75,15 +80,20 @@ class Polyglot:
             raise PolyglotOptionsError("probe", "must be a function (a Python hook, not a run option)")
         if typed is not None and options:
             raise TypeError("give options either validated (PolyglotOptions) or as keywords, not both")
-        self.options: PolyglotOptions = typed if typed is not None else parse_options(options)
+        self.options: PolyglotOptions = (
+            typed if typed is not None else validate_options(self.name, PolyglotOptions, options)
+        )
         self.root = self.options.root or FIXTURES_DIR
         exercises = self._select()
         self.toolchain_image = self.options.image or polyglot_image_tag()
-        check_toolchains(
-            dict.fromkeys(exercise.language for exercise in exercises),
-            available=self.options.available_languages,
-            probe=probe or default_probe(self.toolchain_image),
-        )
+        self._probe = probe
+        self._toolchains = ImageToolchains()
+        if self.options.available_languages is not None or probe is not None:
+            check_toolchains(
+                dict.fromkeys(exercise.language for exercise in exercises),
+                available=self.options.available_languages,
+                probe=probe or _unasked,
+            )
         with (
             tempfile.TemporaryDirectory(prefix="clade-polyglot-") as tmp,
             ThreadPoolExecutor(_BUILD_THREADS) as pool,
@@ -125,10 +135,28 @@ class Polyglot:
             raise BrokenTask(f"{task.instance_id}: built base commit {sha}, the task says {task.base_commit}")
         return sha
 
+    def check_environment(self, task: Task, backend: SandboxBackend) -> None:
+        """Raise `ToolchainMissing` unless `backend` has the image `task` runs in with its
+        language's toolchain (the image probed once; trusted to have what the run's
+        `available_languages` declares)."""
+        language = self.exercise(task).language
+        if task.image is None:  # Python: Clade's base image
+            return
+        if self._probe is None and self.options.available_languages is not None:
+            try:
+                require_image(backend, task.image)
+            except SandboxError as exc:
+                raise ToolchainMissing(f"polyglot cannot run {language} exercises: {exc}") from exc
+            return
+        check_toolchains(
+            [language], available=None, probe=self._probe or self._toolchains.probe(backend, task.image)
+        )
+
     def grade(
         self, task: Task, diff: str, backend: SandboxBackend, image: str, timeout_s: float
     ) -> GradeReport:
         exercise = self.exercise(task)
+        self.check_environment(task, backend)
         image = task.image or image  # the toolchain image, for all languages but Python
         # ignore_cleanup_errors: files the sandbox user created may not be removable by us.
         with tempfile.TemporaryDirectory(prefix="clade-grade-", ignore_cleanup_errors=True) as tmp:
@@ -178,6 +206,10 @@ class Polyglot:
                 if folder.name in wanted or f"{language}/{folder.name}" in wanted
             ]
         return [load_exercise(language, folder) for language, folder in folders]
+
+
+def _unasked(tools: Sequence[str]) -> set[str]:
+    raise AssertionError("available_languages answers at load; no image is asked")
 
 
 def _task(exercise: Exercise, work: Path, image: str | None) -> Task:

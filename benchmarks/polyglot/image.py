@@ -21,23 +21,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from benchmarks.polyglot.languages import GO_CACHE, SPECS, LanguageName
-from sandbox.base import LABEL_PREFIX
-from sandbox.images.build import (
-    BaseImageRecipe,
-    cached_build,
-    default_cache_dir,
-    ensure_base_image,
-    image_exists,
-)
-from sandbox.images.layers import ImageConfig, commit_files_layer
+from sandbox.base import LABEL_PREFIX, ImageStore
+from sandbox.images.build import BaseImageRecipe
+from sandbox.images.layers import ImageConfig
 from sandbox.images.npm import ensure_npm_tree
+from sandbox.images.recipes import LayeredImage
 from sandbox.images.rootfs import RootfsRecipe
 from sandbox.images.wheels import WheelTarget
 
@@ -117,64 +110,57 @@ def image_languages() -> list[LanguageName]:
     return [spec.name for spec in SPECS.values()]
 
 
-def ensure_polyglot_image(
-    client: Any,
-    cache_dir: Path | None = None,
-    *,
-    progress: Progress = _quiet,
-    recipe: PolyglotImageRecipe | None = None,
-    mirror: str | None = None,
-) -> str:
-    """Tag of the toolchain image, built on first use (from the cached layers when present)."""
+def polyglot_layers(recipe: PolyglotImageRecipe | None = None) -> LayeredImage:
+    """The toolchain image as a backend builds it: the files and commands over its base image."""
     recipe = recipe or PolyglotImageRecipe()
-    cache = (cache_dir or default_cache_dir()).expanduser()
-    tag = recipe.tag()
-    if image_exists(client, tag):
-        return tag
-    base_tag = ensure_base_image(client, cache, progress=progress, recipe=recipe.base, mirror=mirror)
+    base_config = recipe.base.config()
+    config = ImageConfig(
+        env=base_config.env,
+        user=base_config.user,
+        workdir=base_config.workdir,
+        labels={
+            # Not "base": the venv's Python is trixie's, which `ensure_task_image` must probe.
+            f"{LABEL_PREFIX}.image": "polyglot",
+            f"{LABEL_PREFIX}.inputs": recipe.key(),
+            f"{LABEL_PREFIX}.venv": base_config.labels[f"{LABEL_PREFIX}.venv"],
+        },
+    )
 
-    def build() -> str:
+    def files(scratch: Path, cache: Path, progress: Progress) -> list[tuple[Path, str]]:
         tree = ensure_npm_tree(recipe.npm_packages, cache, progress=progress)
-        base_config = recipe.base.config()
-        config = ImageConfig(
-            env=base_config.env,
-            user=base_config.user,
-            workdir=base_config.workdir,
-            labels={
-                # Not "base": the venv's Python is trixie's, which `ensure_task_image` must probe.
-                f"{LABEL_PREFIX}.image": "polyglot",
-                f"{LABEL_PREFIX}.inputs": recipe.key(),
-                f"{LABEL_PREFIX}.venv": base_config.labels[f"{LABEL_PREFIX}.venv"],
-            },
-        )
-        with tempfile.TemporaryDirectory(prefix="clade-polyglot-image-") as tmp:
-            cargo = Path(tmp) / ".cargo"
-            cargo.mkdir()
-            (cargo / "config.toml").write_text(recipe.cargo_config)
-            warm = Path(tmp) / "go-warm"
-            warm.mkdir()
-            (warm / "go.mod").write_text("module warm\n\ngo 1.18\n")
-            imports = "".join(f'import _ "{package}"\n' for package in recipe.go_warm_packages)
-            (warm / "warm_test.go").write_text(f"package warm\n\n{imports}")
-            go_env = " ".join(f"{key}={value}" for key, value in SPECS["go"].env.items() if key != "GOCACHE")
-            return commit_files_layer(
-                client,
-                from_image=base_tag,
-                trees=[(tree / "node_modules", "/node_modules"), (cargo, "/.cargo"), (warm, "/tmp/go-warm")],
-                commands=[
-                    ["ln", "-sf", "/node_modules/npm/bin/npm-cli.js", "/usr/local/bin/npm"],
-                    ["ln", "-sf", "/node_modules/npm/bin/npx-cli.js", "/usr/local/bin/npx"],
-                    [
-                        "sh",
-                        "-c",
-                        f"cd /tmp/go-warm && env {go_env} HOME=/tmp GOCACHE={GO_CACHE} go test ./... "
-                        "&& rm -rf /tmp/go-warm /tmp/go",
-                    ],
-                    ["chmod", "-R", "a+rX", "/node_modules", "/.cargo", GO_CACHE],
-                ],
-                config=config,
-                tag=tag,
-                progress=progress,
-            )
+        cargo = scratch / ".cargo"
+        cargo.mkdir()
+        (cargo / "config.toml").write_text(recipe.cargo_config)
+        warm = scratch / "go-warm"
+        warm.mkdir()
+        (warm / "go.mod").write_text("module warm\n\ngo 1.18\n")
+        imports = "".join(f'import _ "{package}"\n' for package in recipe.go_warm_packages)
+        (warm / "warm_test.go").write_text(f"package warm\n\n{imports}")
+        return [(tree / "node_modules", "/node_modules"), (cargo, "/.cargo"), (warm, "/tmp/go-warm")]
 
-    return cached_build(client, cache, tag, build)
+    go_env = " ".join(f"{key}={value}" for key, value in SPECS["go"].env.items() if key != "GOCACHE")
+    return LayeredImage(
+        tag=recipe.tag(),
+        base=recipe.base,
+        files=files,
+        commands=(
+            ("ln", "-sf", "/node_modules/npm/bin/npm-cli.js", "/usr/local/bin/npm"),
+            ("ln", "-sf", "/node_modules/npm/bin/npx-cli.js", "/usr/local/bin/npx"),
+            (
+                "sh",
+                "-c",
+                f"cd /tmp/go-warm && env {go_env} HOME=/tmp GOCACHE={GO_CACHE} go test ./... "
+                "&& rm -rf /tmp/go-warm /tmp/go",
+            ),
+            ("chmod", "-R", "a+rX", "/node_modules", "/.cargo", GO_CACHE),
+        ),
+        config=config,
+    )
+
+
+def ensure_polyglot_image(
+    images: ImageStore, *, progress: Progress = _quiet, recipe: PolyglotImageRecipe | None = None
+) -> str:
+    """Tag of the toolchain image, built by `images` on first use (from the cached layers when
+    present)."""
+    return images.build(polyglot_layers(recipe), progress=progress)

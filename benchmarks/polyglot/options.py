@@ -1,37 +1,53 @@
-"""The polyglot benchmark's options, as a run configuration gives them (`benchmark.options`).
-
-The model lives with the other benchmarks' options in contracts/benchmark_options.py,
-so that a run configuration, a job and the CLI validate them alike.
-"""
+"""The polyglot benchmark's options (`benchmark.options` of a run configuration)."""
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic import Field, field_validator
 
 from benchmarks.base import OptionError
-from contracts.benchmark_options import PolyglotOptions
+from contracts.benchmark_options import LanguageName, Options
 
-__all__ = ["PolyglotOptions", "PolyglotOptionsError", "parse_options"]
+__all__ = ["PolyglotOptions", "PolyglotOptionsError"]
 
 
 class PolyglotOptionsError(OptionError):
-    """An option is wrong; `field` names it (e.g. "languages.1")."""
+    """An option is wrong, found when the benchmark loads; `field` names it (e.g. "languages.1")."""
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(field, f"polyglot option {field!r}: {message}")
 
 
-def parse_options(options: dict[str, Any]) -> PolyglotOptions:
-    """Validate `options`; a `PolyglotOptionsError` names the first wrong field."""
-    try:
-        return PolyglotOptions.model_validate(options)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(part) for part in error["loc"]) or "options"
-        message = error["msg"]
-        if error["type"] == "extra_forbidden":
-            known = ", ".join(PolyglotOptions.model_fields)
-            message = f"unknown option (known: {known})"
-        raise PolyglotOptionsError(field, message) from exc
+class PolyglotOptions(Options):
+    # A folder in the Aider polyglot layout: <root>/<language>/exercises/practice/<exercise>/;
+    # None: the Python fixtures shipped with Clade.
+    root: Path | None = None
+    # Languages to load; default: every language folder under `root`.
+    languages: list[LanguageName] | None = Field(default=None, min_length=1)
+    # Exercises to load, as "<exercise>" (in any loaded language) or "<language>/<exercise>";
+    # default: all of them.
+    exercises: list[str] | None = Field(default=None, min_length=1)
+    # The languages whose toolchain the sandbox image has, when known; when None, the
+    # image is probed for any language not in the base image (Python is).
+    available_languages: list[LanguageName] | None = None
+    # The image that runs and grades the exercises of every language but Python (which
+    # runs in Clade's base image); default: the toolchain image that
+    # `clade images build --benchmark polyglot` builds.
+    image: str | None = Field(default=None, min_length=1)
+
+    @field_validator("root")
+    @classmethod
+    def _root_is_a_folder(cls, value: Path | None) -> Path | None:
+        if value is None:
+            return None
+        if not value.is_dir():
+            raise ValueError(f"{value} is not a folder")
+        return value.resolve()
+
+    @field_validator("languages", "exercises")
+    @classmethod
+    def _no_duplicates(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError("lists a name twice")
+        return value

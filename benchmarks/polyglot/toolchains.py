@@ -1,5 +1,6 @@
-"""Does the image that runs and grades a language's exercises have its toolchain? Asked once,
-with `command -v` in a sandbox of that image."""
+"""Does the image that runs and grades a language's exercises have its toolchain? Asked on a
+worker (the service never talks to a sandbox engine), once per image, with `command -v` in a
+sandbox of that image; or answered by the run's `available_languages` option."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 
 from benchmarks.base import BenchmarkError
+from benchmarks.polyglot.image import polyglot_image_tag
 from benchmarks.polyglot.languages import BASE_IMAGE_LANGUAGES, SPECS, LanguageName
 from sandbox.base import LABEL_PREFIX, SandboxBackend, SandboxError, SandboxSpec
 
 # Commands -> the ones the image has.
 ToolchainProbe = Callable[[Sequence[str]], set[str]]
 
-PROBE_OWNER = "clade-polyglot-probe"
 _PROBE_SCRIPT = 'for tool in "$@"; do command -v "$tool" >/dev/null 2>&1 && echo "$tool"; done; exit 0'
 _ALL_TOOLS = tuple(sorted({tool for spec in SPECS.values() for tool in spec.tools}))
 
@@ -39,34 +40,43 @@ def image_probe(backend: SandboxBackend, image: str, timeout_s: float = 60.0) ->
     return probe
 
 
-_default_lock = threading.Lock()
-_default_found: dict[str, set[str]] = {}
+class ImageToolchains:
+    """What each toolchain image has, asked of the worker's backend once per image: whether
+    the image is there at all (it is built, never pulled), then which of every language's
+    tools it has (one probe for them all). A failed look is asked again next time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._found: dict[str, set[str]] = {}
+
+    def probe(self, backend: SandboxBackend, image: str) -> ToolchainProbe:
+        def probe(tools: Sequence[str]) -> set[str]:
+            with self._lock:
+                if image not in self._found:
+                    require_image(backend, image)
+                    self._found[image] = image_probe(backend, image)(_ALL_TOOLS)
+                return self._found[image] & set(tools)
+
+        return probe
 
 
-def default_probe(image: str) -> ToolchainProbe:
-    """A probe of `image` on the local Docker engine (never built or pulled here), asked
-    once per process and image."""
+def require_image(backend: SandboxBackend, image: str) -> None:
+    """Raise `ToolchainImageMissing` unless the backend's engine has `image`."""
+    if not backend.images.exists(image):
+        raise ToolchainImageMissing(image)
 
-    def probe(tools: Sequence[str]) -> set[str]:
-        with _default_lock:
-            if image not in _default_found:
-                from sandbox.docker_backend import DockerBackend, connect
-                from sandbox.images.build import image_exists
 
-                client = connect()
-                try:
-                    if not image_exists(client, image):
-                        raise SandboxError(
-                            f"the image {image} is not built; build it with "
-                            "`clade images build --benchmark polyglot`"
-                        )
-                    backend = DockerBackend(client, owner=PROBE_OWNER)
-                    _default_found[image] = image_probe(backend, image)(_ALL_TOOLS)
-                finally:
-                    client.close()
-            return _default_found[image] & set(tools)
+class ToolchainImageMissing(SandboxError):
+    """The toolchain image is not on this worker's engine."""
 
-    return probe
+    def __init__(self, image: str) -> None:
+        how = (
+            "build it there with `clade images build --benchmark polyglot`"
+            if image == polyglot_image_tag()
+            else "build or load it there (the run's `image` option names it)"
+        )
+        super().__init__(f"the image {image} is not on this worker's engine; {how}")
+        self.image = image
 
 
 def check_toolchains(
@@ -93,6 +103,8 @@ def check_toolchains(
     tools = sorted({tool for language in to_probe for tool in SPECS[language].tools})
     try:
         found = probe(tools)
+    except ToolchainImageMissing as exc:
+        raise ToolchainMissing(f"polyglot cannot run {_names(to_probe)} exercises: {exc}") from exc
     except SandboxError as exc:
         raise ToolchainMissing(
             f"polyglot could not check the sandbox image for {', '.join(tools)} "

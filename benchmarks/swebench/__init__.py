@@ -3,7 +3,7 @@
 Supported versions and instance formats, and how a task runs: see README.md here.
 """
 
-from benchmarks.swebench.benchmark import SWEbench, from_options
+from benchmarks.swebench.benchmark import SWEbench
 from benchmarks.swebench.dataset import DatasetError, load_rows
 from benchmarks.swebench.export import Prediction, predictions_jsonl
 from benchmarks.swebench.harness import (
@@ -13,7 +13,7 @@ from benchmarks.swebench.harness import (
     UnsupportedInstance,
     load_harness,
 )
-from benchmarks.swebench.options import InvalidOptions, SWEbenchOptions
+from benchmarks.swebench.options import SWEbenchOptions
 from benchmarks.swebench.patches import GradedPatch, graded_patch, is_test_path
 from benchmarks.swebench.tasks import SWEbenchTask
 
@@ -23,13 +23,11 @@ __all__ = [
     "GradedPatch",
     "Harness",
     "HarnessUnavailable",
-    "InvalidOptions",
     "Prediction",
     "SWEbench",
     "SWEbenchOptions",
     "SWEbenchTask",
     "UnsupportedInstance",
-    "from_options",
     "graded_patch",
     "is_test_path",
     "load_harness",

@@ -5,16 +5,16 @@ from __future__ import annotations
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
 
 from benchmarks.base import GradeReport, OptionError, Task, UnknownTask
 from benchmarks.swebench.dataset import DatasetError, Row, load_rows
 from benchmarks.swebench.grading import Resources, grade_task
 from benchmarks.swebench.harness import Harness, load_harness
-from benchmarks.swebench.options import SWEbenchOptions, parse_options
+from benchmarks.swebench.options import SWEbenchOptions
 from benchmarks.swebench.tasks import SWEbenchTask, to_task
 from benchmarks.swebench.testbed import export_base, snapshot
-from sandbox.base import SandboxBackend
+from sandbox.base import ImageStore, SandboxBackend
+from sandbox.registry import default_images
 
 REPO_SUBSET_PREFIX = "repo:"
 
@@ -39,13 +39,13 @@ class SWEbench:
         self,
         options: SWEbenchOptions,
         *,
-        docker_client: Any = None,
+        images: ImageStore | None = None,
         harness: Harness | None = None,
         offline: bool = False,
     ) -> None:
         self.options = options
         self.harness = harness or load_harness()
-        self._client = docker_client
+        self._images = images
         self._lock = threading.Lock()
         rows = load_rows(
             options.dataset, split=options.split, timeout_s=options.dataset_timeout_s, offline=offline
@@ -72,7 +72,7 @@ class SWEbench:
         """The repository at the base commit, as a work tree with one commit (no history)."""
         own = self._own(task)
         with tempfile.TemporaryDirectory(prefix="clade-swebench-", ignore_cleanup_errors=True) as tmp:
-            repo = export_base(self._docker(), own, Path(tmp))
+            repo = export_base(self._image_store(), own, Path(tmp))
             return snapshot(repo, dest, f"{own.instance_id}: {own.repo} at {own.base_commit}")
 
     def grade(
@@ -84,7 +84,6 @@ class SWEbench:
             self._own(task),
             diff,
             harness=self.harness,
-            client=self._docker(),
             backend=backend,
             timeout_s=timeout_s,
             resources=Resources(memory_mb=options.memory_mb, cpus=options.cpus, pids=options.pids),
@@ -96,13 +95,13 @@ class SWEbench:
             raise UnknownTask(f"{self.name} has no task {task.instance_id!r}")
         return own
 
-    def _docker(self) -> Any:
+    def _image_store(self) -> ImageStore:
+        """The images `prepare_repo` copies repositories out of: those given, else the default
+        backend's on this host (connected on first use: loading the benchmark needs no engine)."""
         with self._lock:
-            if self._client is None:
-                from sandbox.docker_backend import connect
-
-                self._client = connect()
-            return self._client
+            if self._images is None:
+                self._images = default_images()
+            return self._images
 
     def _named_subsets(self, by_id: dict[str, Row]) -> dict[str, list[str]]:
         named: dict[str, list[str]] = {}
@@ -128,11 +127,6 @@ class SWEbench:
                 )
             return named.get(options.subset, list(by_id))
         return list(by_id)
-
-
-def from_options(**options: Any) -> SWEbench:
-    """The registry's factory: `get_benchmark("swebench", dataset=..., instance_ids=[...])`."""
-    return SWEbench(parse_options(options))
 
 
 def _index(rows: list[Row], source: str) -> dict[str, Row]:

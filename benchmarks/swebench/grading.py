@@ -38,7 +38,6 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from benchmarks.base import GradeReport, TestGroupResult, TestStatus, dropped_note, group_reason, unapplied
 from benchmarks.canaries import Canaries, check, write_canaries
@@ -110,7 +109,6 @@ def grade_task(
     diff: str,
     *,
     harness: Harness,
-    client: Any,
     backend: SandboxBackend,
     timeout_s: float,
     resources: Resources,
@@ -121,7 +119,7 @@ def grade_task(
     left_out = dict.fromkeys(graded.dropped, "a test file: the hidden tests replace or ignore it")
     with tempfile.TemporaryDirectory(prefix="clade-swebench-", ignore_cleanup_errors=True) as tmp:
         work = Path(tmp)
-        repo = export_base(client, task, work / "export")
+        repo = export_base(backend.images, task, work / "export")
         applied = apply_patch(repo, graded.patch)
         if not applied.applied:
             return unapplied(task, applied.error, started, dropped)

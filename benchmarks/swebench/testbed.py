@@ -1,66 +1,34 @@
 """Copy the repository out of an instance image onto the host, without running the image.
 
-`docker create` (never started, no network) and the engine's archive API; the
-container is removed afterwards. The copy keeps the image's git folder, so the base
-commit and its history are there for the eval script's `git checkout <base> <tests>`.
+The sandbox backend copies it (`ImageStore.copy_out`; Docker: a container created, never
+started, no network, read through the engine's archive API, then removed). The copy keeps
+the image's git folder, so the base commit and its history are there for the eval script's
+`git checkout <base> <tests>`.
 """
 
 from __future__ import annotations
 
-import logging
 import shutil
-import tarfile
-import tempfile
 from pathlib import Path
-from typing import Any
-
-from docker.errors import DockerException, ImageNotFound
 
 from benchmarks.base import BrokenTask
 from benchmarks.gitops import git, git_ok
 from benchmarks.swebench.tasks import SWEbenchTask
-from sandbox.base import BACKEND_LABEL, OWNER_LABEL, ROLE_LABEL, SandboxError
-from sandbox.images.build import ensure_task_image
-
-log = logging.getLogger("clade.swebench")
-EXPORT_ROLE = "swebench-export"
-_LABELS = {OWNER_LABEL: "clade-swebench", ROLE_LABEL: EXPORT_ROLE, BACKEND_LABEL: "docker"}
+from sandbox.base import ImageStore, SandboxFileError
 
 
-def export_repo(client: Any, image: str, source: str, dest: Path) -> Path:
+def export_repo(images: ImageStore, image: str, source: str, dest: Path) -> Path:
     """Write `source` (a folder of `image`) to `dest/<its name>`; return that path."""
     try:
-        try:
-            container = client.containers.create(image, command=["true"], network_mode="none", labels=_LABELS)
-        except ImageNotFound:
-            # Absent here: pulled by name (PullFailed, naming the image, when it cannot be).
-            ensure_task_image(client, image, progress=log.info)
-            container = client.containers.create(image, command=["true"], network_mode="none", labels=_LABELS)
-    except (DockerException, OSError) as exc:
-        raise SandboxError(f"cannot create a container from {image}: {exc}") from exc
-    try:
-        with tempfile.TemporaryFile() as buffer:
-            try:
-                chunks, _stat = container.get_archive(source)
-                for chunk in chunks:
-                    buffer.write(chunk)
-            except DockerException as exc:
-                raise BrokenTask(f"{image} has no {source}: {exc}") from exc
-            buffer.seek(0)
-            dest.mkdir(parents=True, exist_ok=True)
-            with tarfile.open(fileobj=buffer, mode="r|") as archive:
-                # "tar", not "data": repositories hold symlinks that point outside them; it
-                # still refuses members that would land outside `dest`, even through a link.
-                archive.extractall(dest, filter="tar")
-    finally:
-        container.remove(force=True)
-    return dest / Path(source).name
+        return images.copy_out(image, source, dest)
+    except SandboxFileError as exc:
+        raise BrokenTask(str(exc)) from exc
 
 
-def export_base(client: Any, task: SWEbenchTask, dest: Path) -> Path:
-    """The task's repository copied out of its image to `dest`; BrokenTask unless its HEAD
-    is the instance's base commit."""
-    repo = export_repo(client, task.image, task.repo_path, dest)
+def export_base(images: ImageStore, task: SWEbenchTask, dest: Path) -> Path:
+    """The task's repository copied out of its image to `dest` (pulled when absent); BrokenTask
+    unless its HEAD is the instance's base commit."""
+    repo = export_repo(images, task.image, task.repo_path, dest)
     head = head_commit(repo)
     if head != task.base_commit:
         raise BrokenTask(

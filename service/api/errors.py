@@ -39,6 +39,9 @@ def unprocessable(loc: list[str | int], message: str, kind: str) -> JSONResponse
 async def _bad_field(_request: Request, exc: Exception) -> JSONResponse:
     """A config value that is well-formed but names nothing real: 422 at its field path."""
     assert isinstance(exc, UnknownAgentError | ConfigFieldError)
+    if isinstance(exc, ConfigFieldError) and exc.issues:  # several, each in its own words and kind
+        detail = [{"loc": ["body", *loc], "msg": message, "type": kind} for loc, message, kind in exc.issues]
+        return JSONResponse(status_code=status.HTTP_422_UNPROCESSABLE_CONTENT, content={"detail": detail})
     loc: list[str | int] = ["body", *(int(p) if p.isdigit() else p for p in exc.field.split("."))]
     return unprocessable(loc, str(exc), "unknown_reference")
 

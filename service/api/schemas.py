@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.config import JudgeConfig, RunConfig
 from contracts.records import EvaluationResult
+from contracts.scores import RawScoreCounts, ScoreCounts
 from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus
 
 T = TypeVar("T")
@@ -116,8 +117,11 @@ class AgentPublic(BaseModel):
     second_parent_id: str | None  # a crossover child (a merge commit): its other parent
 
 
-class LineageNode(BaseModel):
+class LineageNode(RawScoreCounts):
     """An agent as the lineage tree draws it: its place in one run's archive, with raw counts."""
+
+    # Every field is always sent: the document marks the counts' fields required too.
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
 
     id: str
     parent_id: str | None
@@ -129,26 +133,17 @@ class LineageNode(BaseModel):
     step: int | None
     created_at: datetime
     second_parent_id: str | None  # a crossover child's other parent
-    resolved: int | None
-    attempted: int | None
     epoch: int  # the utility version its score was measured under
-    heldout_resolved: int | None  # the end-of-run re-evaluation on held-out tasks
-    heldout_total: int | None
     island: int | None
     niche: str | None  # MAP-Elites behaviour descriptor
     group: str | None  # group evolution: the group its step belonged to
-    same_as: str | None  # an agent with the same code whose results it reuses
     meta_changed: bool | None  # hyperagent mode: the child changed its own improvement procedure
 
 
-class RunAgentPublic(LineageNode):
+class RunAgentPublic(LineageNode, ScoreCounts):
     """An agent as it stands in one run's archive, its scores with 95% Wilson intervals."""
 
-    score_low: float | None
-    score_high: float | None
     heldout_score: float | None
-    heldout_low: float | None
-    heldout_high: float | None
 
 
 class Lineage(BaseModel):
@@ -219,7 +214,7 @@ class EvaluationDetail(EvaluationPublic):
     result: EvaluationResult | None
 
 
-class AgentInRun(BaseModel):
+class AgentInRun(ScoreCounts):  # the score's counts and 95% Wilson intervals come first
     run_id: str
     status: MemberStatus
     reason: str | None
@@ -230,16 +225,6 @@ class AgentInRun(BaseModel):
     evaluations: list[EvaluationPublic]
     usd: float
     tokens: int
-    # The score's counts and 95% Wilson interval; the held-out result, if it was scored on one.
-    resolved: int | None = None
-    attempted: int | None = None
-    score_low: float | None = None
-    score_high: float | None = None
-    heldout_resolved: int | None = None
-    heldout_total: int | None = None
-    heldout_low: float | None = None
-    heldout_high: float | None = None
-    same_as: str | None = None
 
 
 class AgentDetail(AgentPublic):

@@ -18,10 +18,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from contracts.records import AgentMetadata, AgentRunRecord, StageScoreRecord
+from contracts.scores import ScoreCounts
 from service.archive.git_store import CHUNK, EMPTY_TREE, GitStore
 from service.db.models import Evaluation, Run, RunAgent, StageScore
 from service.lifecycle import EvaluationStatus
-from service.queries import get_agent, lineage_ids, member_counts
+from service.queries import get_agent, lineage_ids
 
 
 def agent_metadata(session: Session, *, agent_id: str) -> AgentMetadata:
@@ -45,7 +46,7 @@ def agent_metadata(session: Session, *, agent_id: str) -> AgentMetadata:
                 epoch=member.epoch,
                 stages=[StageScoreRecord.model_validate(s, from_attributes=True) for s in stages],
                 config=run.config,
-                **member_counts(member),
+                **ScoreCounts.of(member).model_dump(),
             )
         )
     return AgentMetadata(

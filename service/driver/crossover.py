@@ -29,11 +29,35 @@ from service.archive.limits import TooLargeError
 from service.archive.store import Archive
 from service.db.models import Event, Run, RunAgent, Step
 from service.driver.parents import candidates
-from service.driver.plan import RunPlan
 from service.lifecycle import StepStatus
+from service.plan import RunPlan
 from service.results import reject_step
+from service.selection.ledger import StepView
+from service.selection.policy import ImproveParts, PolicyDefaults, RunScope
 
 CROSSOVER = "crossover"
+
+
+class Crossover(PolicyDefaults):
+    """Crossover as a run policy: steps opened in a tick may become crossovers, their merges
+    are made before jobs are sent, and a conflicting one's improve job carries the conflicts.
+    Without the archive no step is a crossover."""
+
+    def __init__(self, session: Session, run: Run, plan: RunPlan, archive: Archive | None) -> None:
+        self.session, self.run, self.plan = session, run, plan
+        self.archive = archive
+
+    def after_opening(self, scope: RunScope) -> None:
+        if self.archive is not None:
+            pair_steps(self.session, self.run, self.plan, first_number=scope.steps_opened + 1)
+
+    def before_dispatch(self, scope: RunScope) -> list[str]:
+        if self.archive is None:
+            return []
+        return merge_pending(self.session, self.run, self.plan, self.archive)
+
+    def improve_parts(self, scope: RunScope, step: StepView) -> ImproveParts:
+        return ImproveParts(crossover=job_part(self.archive, step))
 
 
 def pair_steps(session: Session, run: Run, plan: RunPlan, *, first_number: int) -> None:
@@ -105,7 +129,7 @@ def merge_pending(session: Session, run: Run, plan: RunPlan, archive: Archive) -
     return made
 
 
-def job_part(archive: Archive | None, step: Step) -> CrossoverPart | None:
+def job_part(archive: Archive | None, step: StepView) -> CrossoverPart | None:
     """What an improve job of a conflicting crossover step tells the worker; None for others."""
     if step.kind != CROSSOVER or step.second_parent_id is None:
         return None

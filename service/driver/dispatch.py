@@ -7,9 +7,9 @@ from typing import Protocol
 
 from celery import Celery
 
-from contracts.config import LimitsConfig
 from contracts.jobs import EVALUATE_TASK, IMPROVE_TASK, EvaluateJob, ImproveJob, Job
 from contracts.logs import log_ids
+from service.plan import evaluate_time_limit, improve_time_limit
 
 log = logging.getLogger("clade.driver")
 
@@ -18,16 +18,6 @@ class Dispatcher(Protocol):
     def improve(self, job: ImproveJob) -> None: ...
 
     def evaluate(self, job: EvaluateJob) -> None: ...
-
-
-def improve_time_limit(limits: LimitsConfig) -> int:
-    """Diagnosis, the improver's run and the child's validation."""
-    return limits.improve_timeout_s + 2 * limits.test_timeout_s + limits.overhead_s
-
-
-def evaluate_time_limit(limits: LimitsConfig) -> int:
-    """The agent's run and the grading."""
-    return limits.solve_timeout_s + limits.test_timeout_s + limits.overhead_s
 
 
 class CeleryDispatcher:

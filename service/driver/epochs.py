@@ -30,12 +30,31 @@ from sqlalchemy.orm import Session
 
 from service import lifecycle
 from service.db.models import Evaluation, Event, Run, RunAgent, Step
-from service.driver.plan import EpochPlan, RunPlan
 from service.driver.stages import Verdict, advance
 from service.lifecycle import EvaluationStatus, MemberStatus
+from service.plan import EpochPlan, RunPlan
+from service.selection.policy import PolicyDefaults, RunScope
 
 RESCORE = "rescore"
 NO_LIMIT = 10**9
+
+
+class Epochs(PolicyDefaults):
+    """Epochs as a run policy: they move after admission, hold steps back before a boundary,
+    and keep the run open while re-scored agents are being scored."""
+
+    def __init__(self, session: Session, run: Run, plan: RunPlan) -> None:
+        self.session, self.run, self.plan = session, run, plan
+
+    def after_admission(self, scope: RunScope) -> None:
+        move(self.session, self.run, self.plan, scope.steps_opened)
+
+    def steps_allowed(self, scope: RunScope) -> int | None:
+        allowed = steps_before_boundary(self.run, self.plan, scope.steps_opened)
+        return None if allowed == NO_LIMIT else allowed
+
+    def may_complete(self, scope: RunScope) -> bool:
+        return not rescoring(self.session, self.run)
 
 
 def steps_before_boundary(run: Run, plan: RunPlan, opened: int) -> int:

@@ -20,8 +20,8 @@ from sqlalchemy.orm import Session
 
 from service.db.models import Evaluation, LLMUsage, Run, Step
 from service.driver.epochs import most_evaluations
-from service.driver.plan import RunPlan
 from service.lifecycle import EvaluationStatus
+from service.plan import RunPlan
 
 IMPROVE_PURPOSES = ("improve", "diagnose")
 

@@ -17,13 +17,30 @@ from sqlalchemy.orm import Session
 
 from contracts.intervals import wilson
 from service.db.models import Evaluation, Event, Run, RunAgent
-from service.driver.plan import RunPlan
 from service.driver.reuse import HELDOUT, create_evaluations
 from service.lifecycle import EvaluationStatus, MemberStatus
+from service.plan import RunPlan
 from service.queries import top_agents
+from service.selection.policy import PolicyDefaults, RunScope
 
 STARTED = "heldout_started"
 FINISHED = "heldout_finished"
+
+
+class HeldOut(PolicyDefaults):
+    """The held-out phase as a run policy: its evaluations are kept back from the evaluation
+    budget, and the run completes only once its top agents are scored on the held-out set."""
+
+    def __init__(self, session: Session, run: Run, plan: RunPlan) -> None:
+        self.session, self.run, self.plan = session, run, plan
+
+    def reserved_evaluations(self, scope: RunScope) -> int:
+        if self.plan.budget.max_evaluations is None:
+            return 0
+        return reserve(self.session, self.run, self.plan)
+
+    def may_complete(self, scope: RunScope) -> bool:
+        return finished(self.session, self.run, self.plan)
 
 
 def reserve(session: Session, run: Run, plan: RunPlan) -> int:

@@ -10,13 +10,14 @@ from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from service.db.models import Evaluation, Run, RunAgent
-from service.driver import search
-from service.driver.plan import RunPlan
-from service.selection import Candidate, Islands, StepContext
+from service.driver.ledger import DatabaseLedger
+from service.plan import RunPlan
+from service.selection import Candidate
+from service.selection.policy import RunScope
 
 
-def candidates(session: Session, run: Run, *, islands: bool = False) -> list[Candidate]:
-    """The run's admitted agents; with `islands`, each with the islands it migrated to."""
+def candidates(session: Session, run: Run) -> list[Candidate]:
+    """The run's admitted agents of its current epoch, with their clade totals."""
     members = session.scalars(select(RunAgent).where(RunAgent.run_id == run.id)).all()
     stats = {
         agent_id: (int(resolved), int(attempted))
@@ -31,7 +32,6 @@ def candidates(session: Session, run: Run, *, islands: bool = False) -> list[Can
         )
     }
     totals = clade_totals([(m.agent_id, m.parent_id) for m in members], stats)
-    moved = search.migrated_to(session, run) if islands else {}
     result = []
     for member in members:
         # Only scores of the run's current epoch (utility version) count; see epochs.py.
@@ -46,7 +46,6 @@ def candidates(session: Session, run: Run, *, islands: bool = False) -> list[Can
                 clade_resolved=resolved,
                 clade_attempted=attempted,
                 island=member.island,
-                migrated_to=moved.get(member.agent_id, ()),
                 niche=member.niche,
             )
         )
@@ -56,22 +55,21 @@ def candidates(session: Session, run: Run, *, islands: bool = False) -> list[Can
 def choose_parent(
     session: Session, run: Run, plan: RunPlan, step_number: int, chosen: Sequence[str] = ()
 ) -> str | None:
-    """The parent of step `step_number`, or None while no agent is admitted yet (or, in a group
-    run, while the group before is still at work); `chosen` are the parents picked earlier in
-    this tick for the steps just before it (not opened yet).
+    """The parent of step `step_number`, or None while no agent is admitted yet; `chosen` are
+    the parents picked earlier in this tick for the steps just before it (not opened yet).
 
-    The random stream depends only on the run's seed and the step number, so a
-    replayed run with the same archive picks the same parents. An islands run first
-    records the migrations due at this step, which the draw then sees.
-    """
+    The random stream depends only on the run's seed and the step number, so a replayed run
+    with the same archive picks the same parents. The strategy first does the bookkeeping its
+    draw needs (`prepare_draw`: an islands run records the migrations due at this step)."""
     strategy = plan.strategy
-    islands = isinstance(strategy, Islands)
-    pool = candidates(session, run, islands=islands)
-    if not pool or search.waits_for_round(session, run, plan, step_number, chosen):
+    pool = candidates(session, run)
+    if not pool:
         return None
-    if isinstance(strategy, Islands) and search.migrate(session, run, strategy, pool, step_number):
-        pool = candidates(session, run, islands=True)
-    step = StepContext(number=step_number, siblings=search.siblings(session, run, plan, step_number, chosen))
+    scope = RunScope(
+        ledger=DatabaseLedger(session, run), plan=plan, steps_opened=step_number - 1 - len(chosen)
+    )
+    pool = list(strategy.prepare_draw(scope, pool, step_number))
+    step = strategy.step_context(scope, step_number, chosen)
     rng = random.Random(f"{plan.rng_seed}:{step_number}")
     return strategy.select_for_step(pool, rng, step)
 

@@ -28,8 +28,8 @@ from sqlalchemy.orm import Session
 from contracts.config import JudgeConfig, RunConfig
 from service import lifecycle
 from service.db.models import Agent, Evaluation, Run, RunAgent
-from service.driver.plan import RunPlan
 from service.lifecycle import EvaluationStatus
+from service.plan import RunPlan
 from service.results import evaluation_done
 from service.runs import new_id
 

@@ -21,9 +21,9 @@ from sqlalchemy.orm import Session
 
 from service import lifecycle
 from service.db.models import Evaluation, Event, Run, RunAgent, StageScore, Step
-from service.driver.plan import RunPlan
 from service.driver.reuse import HELDOUT, SELECTION, create_evaluations
 from service.lifecycle import EvaluationStatus
+from service.plan import RunPlan
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,10 @@ The driver asks for one step's parent with `select_for_step`, giving the step's
 number and, in a group, the parents already chosen for it (`StepContext`).
 Strategies blind to steps inherit defaults that make exactly the `select` draw;
 islands and groups use the step, still as pure functions of their inputs.
+
+What a strategy records beyond its draw (islands, niches, group rounds, an experience pool)
+goes through the policy hooks of `service.selection.policy`, which `StrategyBase` inherits
+as no-ops: the driver calls them and names no strategy.
 """
 
 from __future__ import annotations
@@ -20,54 +24,26 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import ClassVar, Protocol, Self, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict
 
+from service.selection.candidates import Candidate, StepContext
+from service.selection.policy import PolicyDefaults, SearchPolicy
 
-class Candidate(BaseModel):
-    """One archived agent that may be chosen as a parent in a run.
-
-    `score` is the agent's fraction of resolved tasks in the run; `children`
-    the number of children already created from it in this run;
-    `clade_resolved` / `clade_attempted` pool the evaluations of the agent and
-    all its descendants (used by `hgm`). `island` is the agent's home island (None:
-    every island, as the seed) and `migrated_to` the islands it migrated to (`islands`);
-    `niche` its behaviour descriptor (`map_elites`). Strategies that ignore them
-    leave them at their defaults.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-    agent_id: str = Field(min_length=1)
-    score: float = Field(ge=0.0, le=1.0)
-    children: int = Field(ge=0)
-    clade_resolved: int = Field(ge=0)
-    clade_attempted: int = Field(ge=0)
-    island: int | None = Field(default=None, ge=0)
-    migrated_to: tuple[int, ...] = ()
-    niche: str | None = None
-
-    @model_validator(mode="after")
-    def _resolved_within_attempted(self) -> Self:
-        if self.clade_resolved > self.clade_attempted:
-            raise ValueError(
-                f"clade_resolved ({self.clade_resolved}) exceeds clade_attempted ({self.clade_attempted})"
-            )
-        return self
-
-
-class StepContext(BaseModel):
-    """The step a parent is chosen for: its number in the run (1, 2, ...) and, for a group
-    strategy, the parents already chosen for the other steps of its group."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    number: int = Field(ge=1)
-    siblings: tuple[str, ...] = ()
+__all__ = [
+    "Candidate",
+    "SelectionStrategy",
+    "StepContext",
+    "StrategyBase",
+    "check_k",
+    "checked",
+    "draw",
+]
 
 
 @runtime_checkable
-class SelectionStrategy(Protocol):
-    """Chooses parents among candidates. Raises `ValueError` on an empty candidate list."""
+class SelectionStrategy(SearchPolicy, Protocol):
+    """Chooses parents among candidates (raises `ValueError` on an empty candidate list), and
+    keeps its bookkeeping through the policy hooks it inherits (`service.selection.policy`)."""
 
     name: ClassVar[str]
 
@@ -111,7 +87,7 @@ def draw(probabilities: Mapping[str, float], rng: random.Random, k: int) -> list
     return rng.choices(ids, weights=[probabilities[i] for i in ids], k=k)
 
 
-class StrategyBase(BaseModel, ABC):
+class StrategyBase(PolicyDefaults, BaseModel, ABC):
     """A strategy is its own validated parameter set: unknown or bad params are refused.
 
     Subclasses set `name`, declare their parameters as fields and implement

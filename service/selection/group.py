@@ -10,9 +10,14 @@ parents already chosen for the group, so the strategy keeps no state and a repla
 same archive draws the same group. Groups are rounds: the driver opens a group's first step
 only once every step of the groups before it has finished.
 
-What the group shares is the run's experience pool (`service.driver.experience`): what the
+What the group shares is the run's experience pool (`service.experience`): what the
 siblings and earlier groups tried, and by how much each change moved the score; every improve
 job of a group carries it. `experience_chars` caps the pool's text.
+
+Bookkeeping (the policy hooks): after admission a new experience version is written if one is
+due; each step opened gets its group id (the group number as text; its children inherit it,
+`Archive.create_child`); a group's first step waits while steps of earlier groups are in
+flight; the draw of a step knows the parents already chosen for its group.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from typing import ClassVar
 from pydantic import Field
 
 from service.selection.base import Candidate, StepContext, StrategyBase, checked, draw
+from service.selection.ledger import StepView
+from service.selection.policy import EXPAND, ImproveParts, Move, RunScope, Wait
 from service.selection.score import ScoreChildProp
 
 
@@ -61,3 +68,37 @@ class GroupEvolution(StrategyBase):
 
     def select_for_step(self, candidates: Sequence[Candidate], rng: random.Random, step: StepContext) -> str:
         return draw(self.probabilities_for_step(candidates, step), rng, 1)[0]
+
+    def after_admission(self, scope: RunScope) -> None:
+        scope.ledger.update_experience(self.experience_chars)
+
+    def after_opening(self, scope: RunScope) -> None:
+        for step in scope.ledger.steps():
+            if step.group_id is None:
+                scope.ledger.set_group(step.number, str(self.group_of_step(step.number)))
+
+    def next_move(self, scope: RunScope, number: int, chosen: Sequence[str]) -> Move:
+        """Wait while step `number` opens a new group and steps of earlier groups are in flight:
+        a group starts once every earlier one has finished, so its jobs carry what they learned."""
+        if number == 1 or self.steps_of_group(self.group_of_step(number)).start != number:
+            return EXPAND
+        if chosen:
+            return Wait("steps chosen earlier in this tick belong to the group before")
+        if any(step.in_flight and step.number < number for step in scope.ledger.steps()):
+            return Wait("the group before is still at work")
+        return EXPAND
+
+    def step_context(self, scope: RunScope, number: int, chosen: Sequence[str]) -> StepContext:
+        """The step, with the parents already chosen for the other steps of its group: the
+        steps opened before and `chosen`, the parents picked earlier in this tick for the steps
+        just before `number` (not opened yet)."""
+        members = self.steps_of_group(self.group_of_step(number))
+        parents = {s.number: s.parent_id for s in scope.ledger.steps() if members.start <= s.number < number}
+        first_chosen = number - len(chosen)
+        parents.update({first_chosen + index: parent for index, parent in enumerate(chosen)})
+        siblings = tuple(parents[n] for n in sorted(parents) if n in members and n < number)
+        return StepContext(number=number, siblings=siblings)
+
+    def improve_parts(self, scope: RunScope, step: StepView) -> ImproveParts:
+        """The latest experience pool's text (none before any step of the run has finished)."""
+        return ImproveParts(experience=scope.ledger.experience())

@@ -6,21 +6,30 @@ that island with DGM's score_child_prop weights, and its child lives there. The 
 every island. Every `migration_interval` steps, before that step's parent is drawn, the best
 agent present on each island (highest score, then fewest children, then lowest id) migrates
 to the next island of the ring, unless it is there already; a migrant stays at home and is
-also a candidate on the island it migrated to. The driver records each migration as an
-`island_migration` event, which is how later candidates know of it: the strategy itself
+also a candidate on the island it migrated to. Each migration is recorded as an
+`island_migration` event, which is how later candidates know of it: the strategy object
 keeps no state, so the same archive and step number always give the same draw.
+
+Bookkeeping (the policy hooks): after admission, an agent made in step n is placed on island
+`n mod islands` (the island its parent was drawn on; the seed has none, which means every
+island). Before a step's draw, the migrations due are recorded as `island_migration` events
+(agent, from, to, step) and read back as the candidates' `migrated_to`.
 """
 
 from __future__ import annotations
 
 import random
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.selection.base import Candidate, StepContext, StrategyBase, check_k, checked, draw
+from service.selection.policy import RunScope
 from service.selection.score import ScoreChildProp
+
+MIGRATION = "island_migration"
 
 
 class Migration(BaseModel):
@@ -95,3 +104,34 @@ class Islands(StrategyBase):
                 continue  # already there: the seed, or a migrant that came round the ring
             moves.append(Migration(agent_id=best.agent_id, source=source, target=target))
         return moves
+
+    def after_admission(self, scope: RunScope) -> None:
+        """Each new agent on the island of the step that made it."""
+        ledger = scope.ledger
+        for member in ledger.members():
+            # The seed (step 0) is on every island.
+            if (
+                member.island is None
+                and member.step_number is not None
+                and member.agent_id != ledger.seed_agent_id
+            ):
+                ledger.set_island(member.agent_id, self.island_of_step(member.step_number))
+
+    def prepare_draw(self, scope: RunScope, pool: Sequence[Candidate], number: int) -> Sequence[Candidate]:
+        """The candidates with the islands they migrated to, once the migrations due before
+        step `number`'s draw are recorded."""
+        pool = with_migrations(scope, pool)
+        moves = self.migrations(pool, number)
+        for move in moves:
+            scope.ledger.record(
+                MIGRATION, {"agent_id": move.agent_id, "from": move.source, "to": move.target, "step": number}
+            )
+        return with_migrations(scope, pool) if moves else pool
+
+
+def with_migrations(scope: RunScope, pool: Sequence[Candidate]) -> list[Candidate]:
+    """`pool` with each candidate's `migrated_to`, from the run's migration events."""
+    seen: dict[str, set[int]] = defaultdict(set)
+    for payload in scope.ledger.events(MIGRATION):
+        seen[str(payload["agent_id"])].add(int(payload["to"]))
+    return [c.model_copy(update={"migrated_to": tuple(sorted(seen.get(c.agent_id, ())))}) for c in pool]

@@ -6,8 +6,8 @@ one task larger when they do not divide evenly; never more clusters than tasks).
 cluster the agent's solved fraction (per task resolved / attempted, a task not attempted
 counting 0, averaged over the cluster) is binned into `levels` equal-width levels,
 `min(levels - 1, floor(fraction * levels))`, and the descriptor is the levels joined by "-"
-("2-0-1": the first cluster mostly solved, the second not at all). The driver stores it as the
-agent's `niche` in the run when the agent is admitted.
+("2-0-1": the first cluster mostly solved, the second not at all). It is stored as the
+agent's `niche` in the run after the agent is admitted (the `after_admission` hook).
 
 Each niche's elite is its best agent: highest score, then fewest children, then lowest id.
 Parents are drawn uniformly among the elites, so every behaviour found keeps being explored
@@ -17,6 +17,7 @@ unknown share one niche.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import ClassVar
@@ -24,6 +25,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from service.selection.base import Candidate, StrategyBase, checked
+from service.selection.policy import RunScope
 
 
 class MapElites(StrategyBase):
@@ -72,6 +74,22 @@ class MapElites(StrategyBase):
     def probabilities(self, candidates: Sequence[Candidate]) -> dict[str, float]:
         elites = {c.agent_id for c in self.elites(candidates).values()}
         return {c.agent_id: 1.0 / len(elites) if c.agent_id in elites else 0.0 for c in checked(candidates)}
+
+    def after_admission(self, scope: RunScope) -> None:
+        """The niche of each admitted agent that lacks one, from its first-stage results."""
+        ledger = scope.ledger
+        members = [m.agent_id for m in ledger.members() if m.admitted and m.niche is None]
+        if not members:
+            return
+        tasks = scope.plan.stages[0].task_ids
+        staged = set(tasks)
+        results: dict[str, dict[str, tuple[int, int]]] = defaultdict(dict)
+        for e in ledger.evaluations(members):
+            if e.done and e.purpose == "selection" and e.task_id in staged:
+                resolved, attempted = results[e.agent_id].get(e.task_id, (0, 0))
+                results[e.agent_id][e.task_id] = (resolved + (1 if e.resolved else 0), attempted + 1)
+        for agent_id in members:
+            ledger.set_niche(agent_id, self.descriptor(tasks, results[agent_id]))
 
 
 def _fraction(result: tuple[int, int]) -> Fraction:

@@ -1,4 +1,9 @@
-"""Strategy names as a run config writes them -> strategy classes."""
+"""Strategy names as a run config writes them -> strategy classes.
+
+The built-in strategies are registered here; another package adds its own with
+`register_strategy` (before runs naming it are planned or driven, in every process that
+plans or drives them), and a run config then names it like any other.
+"""
 
 from __future__ import annotations
 
@@ -17,12 +22,32 @@ class UnknownStrategyError(ValueError):
     """The run config names a selection strategy that does not exist."""
 
 
-STRATEGIES: Mapping[str, type[StrategyBase]] = MappingProxyType(
-    {
-        cls.name: cls
-        for cls in (ScoreChildProp, ScoreProp, Best, Uniform, Hgm, Islands, MapElites, GroupEvolution)
-    }
-)
+_registered: dict[str, type[StrategyBase]] = {
+    cls.name: cls
+    for cls in (ScoreChildProp, ScoreProp, Best, Uniform, Hgm, Islands, MapElites, GroupEvolution)
+}
+BUILT_IN = frozenset(_registered)
+STRATEGIES: Mapping[str, type[StrategyBase]] = MappingProxyType(_registered)  # a read-only view
+
+
+def register_strategy(cls: type[StrategyBase]) -> type[StrategyBase]:
+    """Make `cls` known by its `name` (usable as a class decorator). Registering the same class
+    again does nothing; a name another class holds is refused with a ValueError naming it."""
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{cls.__qualname__} needs a class attribute `name` (the name a run config uses)")
+    held = _registered.get(name)
+    if held is not None and held is not cls:
+        raise ValueError(f"selection strategy {name!r} is already registered ({held.__qualname__})")
+    _registered[name] = cls
+    return cls
+
+
+def unregister_strategy(name: str) -> None:
+    """Forget a strategy registered with `register_strategy`; the built-in ones stay."""
+    if name in BUILT_IN:
+        raise ValueError(f"{name!r} is a built-in selection strategy")
+    _registered.pop(name, None)
 
 
 def known_strategies() -> list[str]:

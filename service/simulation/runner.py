@@ -1,10 +1,11 @@
 """One simulated run, start to end: the real run driver over an in-memory SQLite database,
 answered by the simulated worker, until its evaluation budget is spent.
 
-The run is created as the API creates one (`service.runs.create_run`, from a `RunConfig`);
-each tick is the driver's own `drive(session, run, outbox)` in one transaction, then the
-worker answers the outbox's jobs in another, as results arriving from workers would be. The
-evaluation budget is exact: once the results recorded reach it, no further result is
+The run is created as the API creates one: its `RunConfig` planned by `service.plan.plan_run`
+(against the landscape's tasks, service/simulation/tasks.py), then stored by
+`service.runs.create_run`. Each tick is the driver's own `drive(session, run, outbox)` in one
+transaction, then the worker answers the outbox's jobs in another, as results arriving from
+workers would be. The evaluation budget is exact: once the results recorded reach it, no further result is
 recorded and the run is cancelled. After every tick the runner notes the evaluations done,
 the true score of the agent the run would pick as its best, and the best true score in its
 archive.
@@ -22,16 +23,22 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 from contracts.config import RunConfig
+from contracts.settings import Settings
 from service.db.models import Base, Evaluation, Run, RunAgent, Step
-from service.driver.loop import Outbox, drive
+from service.driver.jobs import Outbox
+from service.driver.tick import drive
 from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus
+from service.plan import plan_run
 from service.queries import top_agents
 from service.runs import change_state, create_run
 from service.simulation.landscape import Landscape, LandscapeConfig, Mutation
 from service.simulation.presets import Preset
+from service.simulation.tasks import LandscapeCatalog
 from service.simulation.worker import SimulatedWorker
 
 MAX_IDLE_TICKS = 50  # ticks in a row with no job and no change: the run is stuck (a bug)
+# Job time limits are checked as a service with the default settings checks them.
+VISIBILITY_TIMEOUT_S: int = Settings.model_fields["broker_visibility_timeout_s"].default
 
 
 class SimulationStuckError(RuntimeError):
@@ -151,8 +158,10 @@ def simulate(preset: Preset, landscape_config: LandscapeConfig, seed: int, budge
         session.flush()
         stages = stage_tasks(landscape, preset, seed)
         config = run_config(preset, seed_agent, stages, seed, budget)
-        staged = stages[: len(preset.stages)]
-        run_id = create_run(session, config=config, stage_tasks=staged).id
+        plan = plan_run(
+            config, catalog=LandscapeCatalog(landscape), visibility_timeout_s=VISIBILITY_TIMEOUT_S
+        )
+        run_id = create_run(session, plan=plan).id
     result = SimResult(
         preset=preset.name,
         landscape=landscape_config.name,

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks import (
+    BenchmarkRegistry,
+    BenchmarkSpec,
     BrokenTask,
     Task,
     UnknownBenchmark,
@@ -18,11 +20,11 @@ from benchmarks import (
     find_task,
     get_benchmark,
     known_benchmarks,
-    register_benchmark,
     subset_tasks,
 )
 from benchmarks.clade_mini import CladeMini
 from benchmarks.gitops import git_ok, patch_paths
+from contracts.benchmark_options import BenchmarkConfig, Options
 from worker.curriculum import statement_marker
 
 
@@ -38,9 +40,14 @@ def test_unknown_benchmark_lists_the_known_ones() -> None:
 
 
 def test_register_a_benchmark_with_options(tmp_path: Path) -> None:
-    register_benchmark("clade-mini-copy", lambda **options: CladeMini(**options))
-    benchmark = get_benchmark("clade-mini-copy", data_dir=CladeMini().data_dir)
-    assert len(benchmark.tasks()) == len(CladeMini().tasks())
+    class CopyOptions(Options):
+        data_dir: Path
+
+    spec = BenchmarkSpec("clade-mini-copy", CopyOptions, lambda options, _: CladeMini(options.data_dir))
+    registry = BenchmarkRegistry.installed().with_specs(spec)
+    config = BenchmarkConfig(name="clade-mini-copy", options={"data_dir": str(CladeMini().data_dir)})
+    assert len(registry.build(config).tasks()) == len(CladeMini().tasks())
+    assert "clade-mini-copy" not in known_benchmarks()  # this registry's, not the process's
 
 
 # Other code and its tests name these tasks, and stage configs name subsets by position.

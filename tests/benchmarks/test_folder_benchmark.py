@@ -19,12 +19,13 @@ import pytest
 from benchmarks import get_benchmark
 from benchmarks.catalog import BenchmarkCatalog
 from benchmarks.check import check_benchmark
-from benchmarks.folder import FolderBenchmark, FolderLayoutError, FolderOptionsError, parse_verdict
+from benchmarks.folder import FolderBenchmark, FolderLayoutError, parse_verdict
 from benchmarks.folder.layout import base_message
 from benchmarks.gitops import make_repo
+from contracts.benchmark_options import BenchmarkOptionError
 from contracts.config import ConfigFieldError, RunConfig
 from sandbox.base import SandboxBackend
-from service.driver.plan import RunPlan, plan_run
+from service.plan import RunPlan, plan_run
 
 FIXTURE = Path(__file__).with_name("folder_fixture")
 
@@ -66,12 +67,12 @@ def test_without_suite_json_every_task_folder_is_a_task(folder: Path) -> None:
 
 
 def test_options_name_the_wrong_field(tmp_path: Path) -> None:
-    with pytest.raises(FolderOptionsError, match=r"'path'.*required") as missing:
+    with pytest.raises(BenchmarkOptionError, match=r"path: Field required") as missing:
         get_benchmark("folder")
     assert missing.value.field == "path"
-    with pytest.raises(FolderOptionsError, match="is not a folder"):
+    with pytest.raises(BenchmarkOptionError, match="is not a folder"):
         FolderBenchmark(path=tmp_path / "nowhere")
-    with pytest.raises(FolderOptionsError, match="unknown option"):
+    with pytest.raises(BenchmarkOptionError, match=r"root: unknown option of folder \(known: path\)"):
         FolderBenchmark(path=FIXTURE, root=FIXTURE)
 
 

@@ -20,8 +20,13 @@ SpecFactory = Callable[..., SandboxSpec]
 
 @pytest.fixture(scope="session")
 def backend_images(base_image: str) -> dict[str, str]:
-    """The image each registered backend runs sandboxes from."""
-    return {"docker": base_image}
+    """The image each registered backend runs sandboxes from: its own base image (Docker's is
+    the session's); an installed backend joins every contract test below."""
+    images = {"docker": base_image}
+    for name in backend_names():
+        if name not in images:
+            images[name] = get_backend(name, owner="test-images").images.base()
+    return images
 
 
 @pytest.fixture(params=backend_names())

@@ -19,7 +19,7 @@ from service.db.engine import make_engine, make_session_factory
 from service.db.migrate import upgrade
 from service.db.models import Evaluation, Run, RunAgent, Step
 from service.driver.loop import RunDriver
-from service.driver.plan import plan_run
+from service.plan import plan_run
 from service.results import record_evaluation
 from service.runs import create_run
 from tests.helpers import write_agent
@@ -75,7 +75,7 @@ class World:
         )
         with self.sessions.begin() as session:
             plan = plan_run(config, catalog=self.catalog, visibility_timeout_s=10**6)
-            return create_run(session, config=plan.config, stage_tasks=plan.stage_tasks).id
+            return create_run(session, plan=plan).id
 
     def answer(
         self, job: EvaluateJob, resolved: bool, usd: float = 0.0, result: EvaluationResult | None = None

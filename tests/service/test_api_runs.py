@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
-from service import queries
+from service.api import views
 from service.archive.git_store import GitStore
 from service.db.models import Agent, RunAgent
 from tests.servers import AppService
@@ -157,7 +157,7 @@ def test_lineage_built_in_the_database_matches_the_rows(service: AppService, see
                 )
             )
         session.commit()
-        expected = queries.lineage(session, run_id=run["id"])
+        expected = views.lineage(session, run_id=run["id"])
     engine.dispose()
     with service.anonymous as reader:
         got = reader.get(f"/api/runs/{run['id']}/lineage").json()

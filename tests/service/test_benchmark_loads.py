@@ -6,40 +6,43 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from benchmarks.base import Benchmark
 from benchmarks.catalog import BenchmarkCatalog, BenchmarkLoadPending
 from benchmarks.clade_mini import CladeMini
-from benchmarks.registry import _registered, register_benchmark
-from contracts.benchmark_options import benchmark_config
+from benchmarks.folder.options import FolderOptions
+from benchmarks.registry import BenchmarkRegistry, benchmark_config
+from benchmarks.spec import BenchmarkSpec, LoadContext
 from tests.servers import AppService
 from tests.service.helpers import config
 
 
 @pytest.fixture
 def slow_folder(tmp_path: Path) -> Iterator[threading.Event]:
-    """The `folder` benchmark replaced by one whose load waits until the event is set."""
+    """Set to let the loads of `slow_registry`'s `folder` benchmark end."""
     release = threading.Event()
-
-    def slow(**_options: Any) -> Benchmark:
-        release.wait(120)
-        return CladeMini()
-
-    register_benchmark("folder", slow)
     try:
         yield release
     finally:
         release.set()
-        _registered.pop("folder", None)
+
+
+def slow_registry(release: threading.Event) -> BenchmarkRegistry:
+    """The installed benchmarks, `folder` replaced by one whose load waits until `release` is set."""
+
+    def slow(_options: FolderOptions, _context: LoadContext) -> Benchmark:
+        release.wait(120)
+        return CladeMini()
+
+    return BenchmarkRegistry.installed().with_specs(BenchmarkSpec("folder", FolderOptions, slow))
 
 
 def test_a_long_load_holds_no_lock_and_no_caller_past_its_wait(
     slow_folder: threading.Event, tmp_path: Path
 ) -> None:
-    catalog = BenchmarkCatalog(wait_s=0.2)
+    catalog = BenchmarkCatalog(wait_s=0.2, registry=slow_registry(slow_folder))
     slow = benchmark_config("folder", {"path": str(tmp_path)})
     with pytest.raises(BenchmarkLoadPending, match="clade bench prepare folder"):
         catalog.get(slow)
@@ -74,7 +77,7 @@ def test_without_a_wait_the_caller_loads_and_others_share_its_load(
     slow_folder: threading.Event, tmp_path: Path
 ) -> None:
     """A worker's catalog: no loader threads, still no lock across a load."""
-    catalog = BenchmarkCatalog()
+    catalog = BenchmarkCatalog(registry=slow_registry(slow_folder))
     slow = benchmark_config("folder", {"path": str(tmp_path)})
     got: list[Benchmark] = []
     callers = [threading.Thread(target=lambda: got.append(catalog.get(slow))) for _ in range(2)]

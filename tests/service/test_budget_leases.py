@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from contracts.jobs import Budget
 from service.db.models import Evaluation, Lease
-from service.driver.loop import MAX_DISPATCHES
+from service.driver.jobs import MAX_DISPATCHES
 from tests.service.budget_sim import simulate
 from tests.service.driver_world import T, World
 

@@ -20,7 +20,8 @@ from contracts.records import EvaluationResult
 from contracts.settings import Settings
 from service.api.app import create_app
 from service.db.models import Evaluation, StageScore, Step
-from service.driver.loop import MAX_DISPATCHES, RunDriver
+from service.driver.jobs import MAX_DISPATCHES
+from service.driver.loop import RunDriver
 from service.runs import change_state
 from tests.service.driver_world import T, World
 

@@ -19,7 +19,7 @@ from contracts.settings import Settings
 from service.api.app import create_app
 from service.db.models import Evaluation, Event, Run, StageScore
 from service.driver.loop import RunDriver
-from service.driver.plan import plan_run, stored_plan
+from service.plan import plan_run, stored_plan
 from tests.service.driver_world import T, World
 
 JUDGE = {"model": "scripted-judge", "rubric": "The change is minimal.", "threshold": 0.7}

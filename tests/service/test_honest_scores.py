@@ -24,7 +24,7 @@ from contracts.settings import Settings
 from service.api.app import create_app
 from service.archive.export import agent_metadata
 from service.db.models import Evaluation, Event, LLMUsage, StageScore
-from service.driver.plan import plan_run
+from service.plan import plan_run
 from service.queries import top_agents
 from tests.service.driver_world import T, World
 

@@ -14,7 +14,8 @@ from contracts.logs import current_ids, log_ids
 from service.db.engine import make_engine, make_session_factory
 from service.db.models import Run
 from service.driver.dispatch import CeleryDispatcher
-from service.driver.loop import Outbox, drive
+from service.driver.jobs import Outbox
+from service.driver.tick import drive
 from tests.logs_capture import json_log_lines
 from tests.servers import AppService, free_port, service_env, settings_from_env, start_service
 from tests.service.helpers import config

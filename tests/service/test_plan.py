@@ -10,17 +10,13 @@ import pytest
 from pydantic import ValidationError
 
 from benchmarks.catalog import BenchmarkCatalog
-from contracts.benchmark_options import (
-    CladeMiniConfig,
-    PolyglotConfig,
-    PolyglotOptions,
-    SWEbenchConfig,
-    SWEbenchOptions,
-)
+from benchmarks.polyglot.options import PolyglotOptions
+from benchmarks.swebench.options import SWEbenchOptions
+from contracts.benchmark_options import BenchmarkConfig
 from contracts.config import ConfigFieldError, RunConfig
 from contracts.jobs import EvaluateJob
 from service.db.models import Run
-from service.driver.plan import plan_run, stored_plan
+from service.plan import plan_run, stored_plan
 from service.selection import Best, Hgm
 
 SEED = "a" * 40
@@ -55,7 +51,7 @@ def test_a_plan_holds_typed_stages_strategy_and_time_limits(catalog: BenchmarkCa
     assert len(plan.stages[1].task_ids) == 5 and len(plan.stages[2].task_ids) == 3
     assert isinstance(plan.strategy, Hgm) and plan.strategy.alpha == 0.8
     assert (plan.time_limits.evaluate_s, plan.time_limits.improve_s) == (160, 310)
-    assert isinstance(plan.benchmark, CladeMiniConfig)
+    assert plan.benchmark == BenchmarkConfig(name="clade-mini", options={})
     assert plan.improver_for("b" * 40) == "b" * 40
 
 
@@ -109,7 +105,7 @@ def test_the_broker_visibility_timeout_bounds_the_limits(catalog: BenchmarkCatal
     assert caught.value.field == "limits"
 
 
-# Each benchmark's options model: known options typed, unknown ones refused by name.
+# Each benchmark's options model: known options typed, unknown ones refused by name, when planned.
 @pytest.mark.parametrize(
     ("bench", "field"),
     [
@@ -127,29 +123,38 @@ def test_the_broker_visibility_timeout_bounds_the_limits(catalog: BenchmarkCatal
         ({"name": "no-such-bench"}, "benchmark.name"),
     ],
 )
-def test_benchmark_options_are_typed_per_benchmark(bench: dict[str, Any], field: str) -> None:
-    with pytest.raises(ValidationError) as caught:
-        config(benchmark=bench)
-    assert field in field_of(caught.value)
+def test_benchmark_options_are_typed_per_benchmark(
+    catalog: BenchmarkCatalog, bench: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(ConfigFieldError) as caught:
+        plan_run(config(benchmark=bench), catalog=catalog, visibility_timeout_s=VISIBILITY_S)
+    assert field in [".".join(str(part) for part in loc) for loc, _, _ in caught.value.issues]
 
 
-def test_unknown_options_list_the_known_ones() -> None:
-    with pytest.raises(ValidationError, match=r"unknown option of polyglot \(known: root, languages"):
-        config(benchmark={"name": "polyglot", "options": {"langauges": ["python"]}})
+def test_unknown_options_list_the_known_ones(catalog: BenchmarkCatalog) -> None:
+    with pytest.raises(ConfigFieldError, match=r"unknown option of polyglot \(known: root, languages"):
+        plan_run(
+            config(benchmark={"name": "polyglot", "options": {"langauges": ["python"]}}),
+            catalog=catalog,
+            visibility_timeout_s=VISIBILITY_S,
+        )
 
 
-def test_each_benchmark_gets_its_own_options_model(tmp_path: Path) -> None:
-    assert isinstance(config().benchmark, CladeMiniConfig)  # the default benchmark
-    assert isinstance(config(benchmark={}).benchmark, CladeMiniConfig)
-    swebench = config(benchmark={"name": "swebench", "options": {"dataset": "lite", "cpus": 2}}).benchmark
-    assert isinstance(swebench, SWEbenchConfig) and isinstance(swebench.options, SWEbenchOptions)
-    assert (swebench.options.dataset, swebench.options.cpus, swebench.options.split) == ("lite", 2.0, "test")
-    polyglot = config(benchmark={"name": "polyglot", "options": {"root": str(tmp_path)}}).benchmark
-    assert isinstance(polyglot, PolyglotConfig) and isinstance(polyglot.options, PolyglotOptions)
-    assert polyglot.options.root == tmp_path.resolve()
+def test_each_benchmark_gets_its_own_options_model(catalog: BenchmarkCatalog, tmp_path: Path) -> None:
+    assert config().benchmark.name == "clade-mini"  # the default benchmark
+    assert config(benchmark={}).benchmark.name == "clade-mini"
+    swebench = catalog.resolve(
+        config(benchmark={"name": "swebench", "options": {"dataset": "lite", "cpus": 2}}).benchmark
+    ).options
+    assert isinstance(swebench, SWEbenchOptions)
+    assert (swebench.dataset, swebench.cpus, swebench.split) == ("lite", 2.0, "test")
+    polyglot = catalog.resolve(
+        config(benchmark={"name": "polyglot", "options": {"root": str(tmp_path)}}).benchmark
+    ).options
+    assert isinstance(polyglot, PolyglotOptions) and polyglot.root == tmp_path.resolve()
 
 
-def test_a_job_carries_typed_options_through_json() -> None:
+def test_a_job_carries_typed_options_through_json(catalog: BenchmarkCatalog) -> None:
     benchmark = config(benchmark={"name": "swebench", "options": {"dataset": "lite", "instance_ids": ["a"]}})
     job = EvaluateJob.model_validate(
         {
@@ -161,11 +166,12 @@ def test_a_job_carries_typed_options_through_json() -> None:
             "agent_id": SEED,
             "task_id": "a",
             "solve_model": "m",
-            "benchmark": benchmark.benchmark.model_dump(mode="json"),
+            "benchmark": catalog.resolve(benchmark.benchmark).config().model_dump(mode="json"),
         }
     )
     again = EvaluateJob.model_validate(json.loads(job.model_dump_json()))
-    assert isinstance(again.benchmark, SWEbenchConfig) and again.benchmark.options.instance_ids == ["a"]
+    options = catalog.resolve(again.benchmark).options
+    assert isinstance(options, SWEbenchOptions) and options.instance_ids == ["a"]
 
 
 def test_a_stored_run_gives_back_the_same_plan(catalog: BenchmarkCatalog) -> None:

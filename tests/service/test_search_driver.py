@@ -22,7 +22,7 @@ from contracts.settings import Settings
 from service.api.app import create_app
 from service.db.models import Event, Run, Step
 from service.driver.parents import candidates, choose_parent
-from service.driver.plan import stored_plan
+from service.plan import stored_plan
 from service.results import reject_step
 from service.selection import MapElites
 from tests.service.driver_world import T, World

@@ -7,9 +7,11 @@ import statistics
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
+from contracts.config import ConfigFieldError
 from service.simulation.landscape import LANDSCAPES, Landscape, LandscapeConfig, Mutation, true_score
 from service.simulation.presets import PRESETS
 from service.simulation.runner import simulate
@@ -24,6 +26,16 @@ def test_a_seed_gives_the_same_run_every_time() -> None:
     assert first.samples == again.samples
     assert first.mutations == again.mutations
     assert first.samples != other.samples
+
+
+def test_a_simulated_run_is_refused_as_the_api_refuses_its_configuration() -> None:
+    # Planned by plan_run, as POST /api/runs plans one: a parameter out of range is refused at
+    # its field before anything runs, not found later by the driver.
+    bad = replace(PRESETS["dgm"], params={"m": 2.0})
+    with pytest.raises(ConfigFieldError) as refused:
+        simulate(bad, SMALL, seed=1, budget=50)
+    assert refused.value.field == "selection.params.m"
+    assert "less than or equal to 1" in str(refused.value)
 
 
 def test_the_budget_is_spent_exactly_and_counted_from_the_database() -> None:

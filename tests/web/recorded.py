@@ -29,9 +29,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from contracts.records import EvaluationSubmission
 from service.db.engine import make_engine, make_session_factory
 from service.db.models import Evaluation, Run, RunAgent
-from service.driver.plan import stored_plan
 from service.driver.stages import admit, advance
 from service.lifecycle import EvaluationStatus, MemberStatus
+from service.plan import stored_plan
 from service.steps import open_step
 from tests.servers import ServiceProcess, free_port, service_env, start_service
 from tests.service.helpers import dispatched

@@ -35,7 +35,8 @@ from sandbox.base import OWNER_LABEL
 from sandbox.docker_backend import connect
 from service.db.engine import make_engine, make_session_factory
 from service.db.models import Run
-from service.driver.loop import Outbox, drive
+from service.driver.jobs import Outbox
+from service.driver.tick import drive
 from tests.helpers import tar_of
 from tests.servers import ServiceProcess, free_port, service_env, start_service
 from worker.context import WorkerContext, build_context

@@ -14,7 +14,7 @@ import httpx
 from celery import Celery
 
 from benchmarks.catalog import BenchmarkCatalog
-from contracts.benchmark_options import CladeMiniConfig
+from contracts.benchmark_options import BenchmarkConfig
 from contracts.config import LimitsConfig
 from contracts.jobs import IMPROVE_TASK, Budget, ImproveJob
 from tests.helpers import fill_disk, import_seed
@@ -59,7 +59,7 @@ def test_a_507_is_retried_like_any_infrastructure_failure_then_the_child_is_made
         improver_id=seed,
         diagnose_model="m",
         improve_model="m",
-        benchmark=CladeMiniConfig(),
+        benchmark=BenchmarkConfig(),
         failure=None,
     )
     app = Celery("disk-full-test")

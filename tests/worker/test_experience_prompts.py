@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from benchmarks.catalog import BenchmarkCatalog
-from contracts.benchmark_options import CladeMiniConfig
+from contracts.benchmark_options import BenchmarkConfig
 from contracts.config import LimitsConfig
 from contracts.jobs import Budget, FailedEvaluation, ImproveJob
 from worker import diagnose, improve
@@ -70,7 +70,7 @@ def job(experience: str | None) -> ImproveJob:
         improver_id=PARENT,
         diagnose_model="m",
         improve_model="m",
-        benchmark=CladeMiniConfig(),
+        benchmark=BenchmarkConfig(),
         failure=FAILURE,
         experience=experience,
     )

@@ -17,7 +17,8 @@ import pytest
 from sqlalchemy import select
 
 from service.db.models import Agent, LLMUsage, Run, RunAgent, Step
-from service.driver.loop import Outbox, drive
+from service.driver.jobs import Outbox
+from service.driver.tick import drive
 from tests.worker.harness import TASK_ID, EvaluationStack, evaluation_stack
 from worker.evaluate import evaluate
 from worker.improve import improve

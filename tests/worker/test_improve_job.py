@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from benchmarks.catalog import BenchmarkCatalog
-from contracts.benchmark_options import CladeMiniConfig
+from contracts.benchmark_options import BenchmarkConfig
 from contracts.config import LimitsConfig
 from contracts.jobs import Budget, EvaluationRecord, FailedEvaluation, ImproveJob
 from worker import diagnose, improve
@@ -79,7 +79,7 @@ def job(
         improver_id=improver,
         diagnose_model="m",
         improve_model="m",
-        benchmark=CladeMiniConfig(),
+        benchmark=BenchmarkConfig(),
         failure=failure,
         records=records,
     )

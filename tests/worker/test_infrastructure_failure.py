@@ -19,13 +19,13 @@ import docker
 import pytest
 from celery import Celery
 
+from benchmarks.registry import benchmark_config
 from benchmarks.swebench import load_harness
-from contracts.benchmark_options import benchmark_config
 from contracts.config import LimitsConfig
 from contracts.jobs import EVALUATE_TASK
 from contracts.records import EvaluationResult
 from sandbox.docker_backend import DockerBackend
-from service.driver.dispatch import evaluate_time_limit
+from service.plan import evaluate_time_limit
 from tests.benchmarks.swebench.fixture_set import instance_rows, repositories, write_jsonl
 from tests.helpers import CLOSED_REGISTRY
 from tests.worker.harness import DEFAULT_LIMITS, evaluation_stack
@@ -106,3 +106,31 @@ def test_an_evaluation_whose_retries_run_out_is_reported_with_the_last_cause(
     assert cause is not None and cause.startswith(f"gave up after {attempts} attempts: ")
     assert "starting a sandbox from" in cause and "Connection aborted" in cause, cause
     assert wall_s < 120, wall_s
+
+
+def test_a_polyglot_language_whose_toolchain_image_is_absent_fails_its_evaluation_naming_both(
+    tmp_path: Path, secret: str, docker_client: Any
+) -> None:
+    # The service took the run without asking any engine; the worker finds the image missing.
+    image = f"clade/no-such-toolchains-{uuid.uuid4().hex[:8]}:never-built"
+    toolchains = Path(__file__).parents[1] / "benchmarks" / "polyglot" / "toolchains"
+    benchmark = {
+        "name": "polyglot",
+        "options": {"root": str(toolchains), "languages": ["go"], "image": image},
+    }
+    owner = f"test-worker-{uuid.uuid4().hex[:10]}"
+    with evaluation_stack(
+        tmp_path / "stack", secret=secret, owner=owner, benchmark=benchmark, task_id="polyglot__go__digit-sum"
+    ) as stack:
+        evaluated = stack.evaluate(SEED_AGENT)
+        leftovers = stack.clade_containers()
+
+    cause = evaluated.result.infrastructure_failure
+    assert evaluated.detail["status"] == "done" and evaluated.detail["resolved"] is False
+    assert cause == (
+        f"task polyglot__go__digit-sum cannot run here: polyglot cannot run go exercises: the image {image} "
+        "is not on this worker's engine; build or load it there (the run's `image` option names it)"
+    ), cause
+    assert evaluated.result.failure is None  # not the agent's fault
+    assert not docker_client.images.list(name=image)  # neither built nor pulled
+    assert leftovers == []

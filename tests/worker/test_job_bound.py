@@ -17,7 +17,7 @@ import pytest
 from celery import Celery
 from prometheus_client import CollectorRegistry
 
-from contracts.benchmark_options import CladeMiniConfig
+from contracts.benchmark_options import BenchmarkConfig
 from contracts.config import LimitsConfig
 from contracts.jobs import EVALUATE_TASK, IMPROVE_TASK, Budget, ImproveJob
 from service.db.models import Step
@@ -88,7 +88,7 @@ def improve_job(stack: EvaluationStack, parent: str, secret: str) -> ImproveJob:
         improver_id=parent,
         diagnose_model="scripted",
         improve_model="scripted",
-        benchmark=CladeMiniConfig(),
+        benchmark=BenchmarkConfig(),
         failure=None,
     )
 

@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
+from benchmarks.registry import benchmark_config
 from benchmarks.swebench import load_harness
-from contracts.benchmark_options import benchmark_config
 from sandbox.images.layers import VENV
 from sandbox.images.runtime import RUNTIME_PYTHON
 from tests.benchmarks.swebench.fixture_set import build_images, instance_rows, instances, repositories

@@ -7,16 +7,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 from fastapi.responses import PlainTextResponse, StreamingResponse
-from sqlalchemy import func, select
 
-from contracts.errors import NotFoundError
 from service import queries
+from service.api import views
 from service.api.deps import ArchiveDep, Reader, SessionDep
 from service.api.responses import download, error_responses
 from service.api.routes import CheckedRoute
 from service.api.schemas import MAX_OFFSET, AgentDetail, AgentPublic, EvaluationDetail, Page
 from service.archive.export import agent_metadata, export_agent
-from service.db.models import Agent, Evaluation
 
 router = APIRouter(
     prefix="/api/agents",
@@ -43,22 +41,13 @@ def list_agents(
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     kind: Annotated[str | None, Query(pattern="^(seed|child)$")] = None,
 ) -> Page[AgentPublic]:
-    where = [Agent.kind == kind] if kind else []
-    total = session.scalar(select(func.count()).select_from(Agent).where(*where)) or 0
-    rows = session.scalars(
-        select(Agent).where(*where).order_by(Agent.created_at.desc(), Agent.id).limit(limit).offset(offset)
-    ).all()
-    return Page(
-        items=[AgentPublic.model_validate(a, from_attributes=True) for a in rows],
-        total=total,
-        limit=limit,
-        offset=offset,
-    )
+    items, total = views.list_agents(session, limit=limit, offset=offset, kind=kind)
+    return Page(items=items, total=total, limit=limit, offset=offset)
 
 
 @router.get("/{agent_id}", responses=error_responses(404))
 def show_agent(agent_id: str, session: SessionDep) -> AgentDetail:
-    return queries.agent_detail(session, agent_id=agent_id)
+    return views.agent_detail(session, agent_id=agent_id)
 
 
 @router.get("/{agent_id}/diff", response_class=PlainTextResponse, responses=error_responses(404))
@@ -112,7 +101,4 @@ def agent_patches(agent_id: str, session: SessionDep, archive: ArchiveDep) -> St
 
 @router.get("/{agent_id}/evaluations/{evaluation_id}", responses=error_responses(404))
 def agent_evaluation(agent_id: str, evaluation_id: str, session: SessionDep) -> EvaluationDetail:
-    evaluation = session.get(Evaluation, evaluation_id)
-    if evaluation is None or evaluation.agent_id != agent_id:
-        raise NotFoundError(f"evaluation {evaluation_id} of agent {agent_id} not found")
-    return EvaluationDetail.model_validate(evaluation, from_attributes=True)
+    return views.evaluation_detail(session, agent_id=agent_id, evaluation_id=evaluation_id)

@@ -11,7 +11,7 @@ from service.api.deps import AdminOnly, Reader, ServicesDep
 from service.api.responses import error_responses
 from service.api.routes import CheckedRoute
 from service.api.schemas import BenchmarkTasks
-from service.driver.plan import load_benchmark
+from service.plan import load_benchmark
 
 router = APIRouter(prefix="/api/benchmarks", tags=["benchmarks"], route_class=CheckedRoute)
 

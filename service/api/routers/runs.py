@@ -7,12 +7,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import PlainTextResponse, StreamingResponse
-from sqlalchemy import BigInteger, func, literal, select
 from sqlalchemy.orm import Session
 
 from contracts.config import RunConfig
 from contracts.errors import NotFoundError
 from service import experience, lifecycle, queries, runs
+from service.api import views
 from service.api.deps import AdminOnly, ArchiveDep, IsAdminDep, Reader, ServicesDep, SessionDep
 from service.api.redact import event_payload
 from service.api.responses import download, error_responses
@@ -22,18 +22,15 @@ from service.api.schemas import (
     Lineage,
     LiveLineage,
     Page,
-    PurposeUsage,
     RunAgentPublic,
     RunDetail,
     RunPublic,
     RunUsage,
-    UsagePoint,
 )
 from service.archive.export import agent_metadata, export_top, file_member, predictions_jsonl
-from service.db.models import Event, LLMUsage
 from service.driver.estimate import PlannedRun, planned_run
-from service.driver.plan import plan_run
 from service.experience import ExperiencePool
+from service.plan import plan_run
 
 router = APIRouter(
     prefix="/api/runs", tags=["runs"], route_class=CheckedRoute, responses=error_responses(401, 422)
@@ -57,9 +54,9 @@ def create_run(config: RunConfig, session: SessionDep, services: ServicesDep) ->
     plan = plan_run(
         config, catalog=services.catalog, visibility_timeout_s=services.settings.broker_visibility_timeout_s
     )
-    run = runs.create_run(session, config=plan.config, stage_tasks=plan.stage_tasks)
+    run = runs.create_run(session, plan=plan)
     session.commit()
-    return queries.run_detail(session, run=run)
+    return views.run_detail(session, run=run)
 
 
 @router.post("/plan", dependencies=[AdminOnly], responses=error_responses(413))
@@ -75,20 +72,20 @@ def preview_run(config: RunConfig, session: SessionDep, services: ServicesDep) -
 
 @router.get("", dependencies=[Reader])
 def list_runs(session: SessionDep, limit: Limit = 50, offset: Offset = 0) -> Page[RunPublic]:
-    items, total = queries.list_runs(session, limit=limit, offset=offset)
+    items, total = views.list_runs(session, limit=limit, offset=offset)
     return Page(items=items, total=total, limit=limit, offset=offset)
 
 
 @router.get("/{run_id}", dependencies=[Reader], responses=error_responses(404))
 def show_run(run_id: str, session: SessionDep) -> RunDetail:
-    return queries.run_detail(session, run=queries.get_run(session, run_id=run_id))
+    return views.run_detail(session, run=queries.get_run(session, run_id=run_id))
 
 
 def _state_change(action: str) -> Callable[[str, Session], RunDetail]:
     def change(run_id: str, session: SessionDep) -> RunDetail:
         run = runs.change_state(session, run_id=run_id, action=action)
         session.commit()
-        return queries.run_detail(session, run=run)
+        return views.run_detail(session, run=run)
 
     change.__name__ = f"{action}_run"
     return change
@@ -111,9 +108,7 @@ def run_agents(
     offset: Offset = 0,
     status_filter: Annotated[str | None, Query(alias="status")] = None,
 ) -> Page[RunAgentPublic]:
-    items, total = queries.run_agents(
-        session, run_id=run_id, limit=limit, offset=offset, status=status_filter
-    )
+    items, total = views.run_agents(session, run_id=run_id, limit=limit, offset=offset, status=status_filter)
     return Page(items=items, total=total, limit=limit, offset=offset)
 
 
@@ -125,7 +120,7 @@ def run_agents(
 )
 def run_lineage(run_id: str, session: SessionDep) -> Response:
     """The whole tree of a run (no pagination: a tree needs all its nodes)."""
-    return Response(queries.lineage_json(session, run_id=run_id), media_type="application/json")
+    return Response(views.lineage_json(session, run_id=run_id), media_type="application/json")
 
 
 @router.get("/{run_id}/usage", dependencies=[Reader], responses=error_responses(404))
@@ -133,32 +128,7 @@ def run_usage(
     run_id: str, session: SessionDep, points: Annotated[int, Query(ge=2, le=2000)] = 200
 ) -> RunUsage:
     """Cumulative cost and tokens over time (at most `points` points), and totals per purpose."""
-    queries.get_run(session, run_id=run_id)
-    rows = session.execute(
-        select(
-            LLMUsage.created_at,
-            LLMUsage.purpose,
-            LLMUsage.cost_usd,
-            LLMUsage.prompt_tokens + LLMUsage.completion_tokens,
-        )
-        .where(LLMUsage.run_id == run_id)
-        .order_by(LLMUsage.created_at, LLMUsage.id)
-    ).all()
-    series: list[UsagePoint] = []
-    purposes: dict[str, PurposeUsage] = {}
-    usd, tokens = 0.0, 0
-    stride = max(1, -(-len(rows) // points))  # ceil: keep at most `points` points
-    for index, (at, purpose, cost, used) in enumerate(rows):
-        usd += cost
-        tokens += used
-        total = purposes.setdefault(purpose, PurposeUsage(purpose=purpose, usd=0.0, tokens=0, calls=0))
-        total.usd += cost
-        total.tokens += used
-        total.calls += 1
-        if (index + 1) % stride == 0 or index == len(rows) - 1:
-            series.append(UsagePoint(at=at, usd=usd, tokens=tokens, calls=index + 1))
-    by_purpose = sorted(purposes.values(), key=lambda p: p.usd, reverse=True)
-    return RunUsage(run_id=run_id, points=series, by_purpose=by_purpose)
+    return views.run_usage(session, run_id=run_id, points=points)
 
 
 @router.get(
@@ -173,10 +143,7 @@ def live_lineage(run_id: str, session: SessionDep) -> Response:
     An event written between the two reads is delivered again by the next poll (a harmless
     refresh); none can fall between them unseen. Plain JSON, as `/lineage` does, for speed.
     """
-    queries.get_run(session, run_id=run_id)
-    cursor = session.scalar(select(func.max(Event.id)).where(Event.run_id == run_id)) or 0
-    body = queries.lineage_json(session, run_id=run_id, extra={"cursor": cursor})
-    return Response(body, media_type="application/json")
+    return Response(views.live_lineage_json(session, run_id=run_id), media_type="application/json")
 
 
 @router.get("/{run_id}/events", dependencies=[Reader], responses=error_responses(404))
@@ -189,14 +156,7 @@ def run_events(
 ) -> list[dict[str, Any]]:
     """Events after the given id, oldest first: poll with the last id you saw. A `driver_error`'s
     text is shown with the admin token only."""
-    # Compared as a 64-bit integer: bound as the 32-bit column, a large `after` fails in PostgreSQL.
-    queries.get_run(session, run_id=run_id)
-    rows = session.scalars(
-        select(Event)
-        .where(Event.run_id == run_id, Event.id > literal(after, BigInteger))
-        .order_by(Event.id)
-        .limit(limit)
-    )
+    rows = views.events_after(session, run_id=run_id, after=after, limit=limit)
     return [
         {
             "id": e.id,

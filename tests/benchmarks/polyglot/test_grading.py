@@ -173,12 +173,23 @@ def test_rust_is_refused_on_the_base_image(docker: tuple[SandboxBackend, str], t
     with pytest.raises(ToolchainMissing) as caught:
         Polyglot(root=tmp_path, languages=["rust"], probe=image_probe(backend, image))
     assert "rust needs `cargo`" in str(caught.value)
-    # The default probe asks the image the tasks grade in, here the base image as `image`.
+    # Without a probe, loading asks no engine (the service loads it); the worker's backend is
+    # asked before a task runs or grades, of the image the tasks grade in (here the base image).
+    loaded = Polyglot(root=tmp_path, languages=["rust"], image=image)
+    task = loaded.tasks()[0]
     with pytest.raises(ToolchainMissing, match="rust needs `cargo`"):
-        Polyglot(root=tmp_path, languages=["rust"], image=image)
+        loaded.check_environment(task, backend)
+    with pytest.raises(ToolchainMissing, match="rust needs `cargo`"):
+        loaded.grade(task, task.patch, backend, image, 60)
     # An image that is not built is never built (nor pulled) to answer.
-    with pytest.raises(ToolchainMissing, match=r"clade/none:x is not built.*images build --benchmark"):
-        Polyglot(root=tmp_path, languages=["rust"], image="clade/none:x")
+    absent = Polyglot(root=tmp_path, languages=["rust"], image="clade/none:x")
+    with pytest.raises(
+        ToolchainMissing,
+        match=r"cannot run rust exercises: the image clade/none:x is not on this worker's engine; "
+        r"build or load it there \(the run's `image` option names it\)",
+    ):
+        absent.check_environment(absent.tasks()[0], backend)
+    assert not backend.images.exists("clade/none:x")
 
 
 def test_one_sandbox_per_grade_mounting_the_repository_and_closed(polyglot: Polyglot) -> None:

@@ -13,20 +13,42 @@ from benchmarks.base import OptionError
 from benchmarks.catalog import BenchmarkCatalog
 from benchmarks.polyglot import Polyglot, PolyglotOptionsError, ToolchainMissing
 from benchmarks.polyglot.languages import SPECS, LanguageName
-from contracts.benchmark_options import BenchmarkOptionError, benchmark_config
+from benchmarks.registry import benchmark_config
+from contracts.benchmark_options import BenchmarkOptionError
 from sandbox.base import SandboxError
 
 from .layouts import write_exercise, write_rust_exercise
 
 
+# Checked by the options model (the registry's one translation) ...
 @pytest.mark.parametrize(
     ("options", "field", "message"),
     [
-        ({"langauges": ["python"]}, "langauges", r"unknown option \(known: root, languages, exercises"),
+        (
+            {"langauges": ["python"]},
+            "langauges",
+            r"unknown option of polyglot \(known: root, languages",
+        ),
         ({"languages": ["python", "cobol"]}, "languages.1", "'python', 'javascript', 'go'"),
         ({"languages": []}, "languages", "at least 1"),
         ({"languages": ["python", "python"]}, "languages", "twice"),
         ({"root": "/nonexistent/polyglot"}, "root", "is not a folder"),
+        ({"available_languages": "python"}, "available_languages", "valid list"),
+        ({"probe": "docker"}, "probe", "unknown option of polyglot"),
+    ],
+)
+def test_bad_options_name_the_field(options: dict[str, Any], field: str, message: str) -> None:
+    with pytest.raises(BenchmarkOptionError, match=message) as caught:
+        get_benchmark("polyglot", **options)
+    assert caught.value.field == field
+    assert str(caught.value).startswith(f"{field}: ")
+    assert isinstance(caught.value, ValueError)
+
+
+# ... and by loading, which alone sees the folders.
+@pytest.mark.parametrize(
+    ("options", "field", "message"),
+    [
         (
             {"exercises": ["tide-table", "no-such-thing"]},
             "exercises.1",
@@ -34,16 +56,21 @@ from .layouts import write_exercise, write_rust_exercise
         ),
         ({"exercises": ["rust/tide-table"]}, "exercises.0", "no exercise 'rust/tide-table'"),
         ({"languages": ["go"]}, "languages.0", "no exercises in .*go/exercises/practice"),
-        ({"available_languages": "python"}, "available_languages", "valid list"),
-        ({"probe": "docker"}, "probe", "must be a function"),
     ],
 )
-def test_bad_options_name_the_field(options: dict[str, Any], field: str, message: str) -> None:
+def test_options_only_loading_can_check_name_the_field(
+    options: dict[str, Any], field: str, message: str
+) -> None:
     with pytest.raises(PolyglotOptionsError, match=message) as caught:
         get_benchmark("polyglot", **options)
     assert caught.value.field == field
     assert str(caught.value).startswith(f"polyglot option {field!r}: ")
     assert isinstance(caught.value, BenchmarkError) and isinstance(caught.value, ValueError)
+
+
+def test_a_probe_is_a_python_hook_not_an_option() -> None:
+    with pytest.raises(PolyglotOptionsError, match="must be a function"):
+        Polyglot(probe="docker")  # type: ignore[arg-type]
 
 
 def test_root_without_language_folders(tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import docker
 import pytest
 
 from benchmarks import TestStatus, find_task
@@ -19,7 +18,6 @@ from benchmarks.polyglot.image import PolyglotImageRecipe, ensure_polyglot_image
 from benchmarks.polyglot.languages import SPECS, LanguageName
 from benchmarks.polyglot.layout import add_crates
 from cli.options import OptionSyntaxError, parse_benchmark
-from contracts.benchmark_options import PolyglotConfig
 from sandbox.base import SandboxBackend
 from sandbox.images.rootfs import RootfsRecipe
 
@@ -107,21 +105,18 @@ def test_bench_check_options_from_the_command_line(tmp_path: Path) -> None:
         [f"root={tmp_path}", "languages=[go, rust]", "exercises=[bowling]", "image=my/tools:1"],
         None,
     )
-    assert isinstance(config, PolyglotConfig)
-    assert config.options.root == tmp_path.resolve()
-    assert (config.options.languages, config.options.exercises) == (["go", "rust"], ["bowling"])
-    assert config.options.image == "my/tools:1"
+    assert config.name == "polyglot"
+    assert config.options["root"] == str(tmp_path.resolve())
+    assert (config.options["languages"], config.options["exercises"]) == (["go", "rust"], ["bowling"])
+    assert config.options["image"] == "my/tools:1"
     with pytest.raises(OptionSyntaxError, match="KEY=VALUE"):
         parse_benchmark("polyglot", ["languages"], None)
 
 
 @pytest.fixture(scope="module")
 def toolchain_image(docker_backend: tuple[SandboxBackend, str]) -> str:
-    client = docker.from_env()
-    try:
-        return ensure_polyglot_image(client)
-    finally:
-        client.close()
+    backend, _ = docker_backend
+    return ensure_polyglot_image(backend.images)
 
 
 @pytest.mark.docker
@@ -162,6 +157,11 @@ def test_a_javascript_test_skipped_with_xit_is_run(
 
 
 @pytest.mark.docker
-def test_the_default_probe_asks_the_toolchain_image(toolchain_image: str) -> None:
-    loaded = Polyglot(root=TOOLCHAINS)  # no available_languages: the image is probed
+def test_the_workers_backend_probes_the_toolchain_image(
+    docker_backend: tuple[SandboxBackend, str], toolchain_image: str
+) -> None:
+    loaded = Polyglot(root=TOOLCHAINS)  # no available_languages: the image is probed, on the worker
     assert sorted(loaded.languages) == COMPILED
+    backend, _ = docker_backend
+    for task in loaded.tasks():
+        loaded.check_environment(task, backend)  # every language's toolchain is there

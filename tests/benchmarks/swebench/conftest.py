@@ -17,6 +17,7 @@ import pytest
 
 from benchmarks.swebench import Harness, SWEbench, SWEbenchOptions, load_harness
 from sandbox.base import SandboxBackend
+from sandbox.docker_images import DockerImages
 from tests.benchmarks.swebench.fixture_set import build_images, instance_rows, repositories, write_jsonl
 
 
@@ -90,7 +91,7 @@ def fixture_set(
 @pytest.fixture(scope="session")
 def bench(fixture_set: FixtureSet, docker_client: Any, harness: Harness) -> SWEbench:
     options = SWEbenchOptions(dataset=str(fixture_set.datasets[harness.instance_format]))
-    return SWEbench(options, docker_client=docker_client, harness=harness)
+    return SWEbench(options, images=DockerImages(docker_client), harness=harness)
 
 
 @pytest.fixture(scope="session")

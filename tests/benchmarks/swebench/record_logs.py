@@ -20,6 +20,7 @@ from benchmarks.swebench import load_harness
 from benchmarks.swebench.grading import Resources, run_eval_script
 from benchmarks.swebench.tasks import to_task
 from benchmarks.swebench.testbed import export_base
+from sandbox.docker_images import DockerImages
 from sandbox.images.build import ensure_base_image
 from sandbox.ownership import give_to_sandbox_user
 from sandbox.registry import get_backend
@@ -55,7 +56,7 @@ def main() -> None:
                 instance = by_name[case.instance]
                 task = to_task(rows[instance.meta["instance_id"]], harness)
                 work = Path(tmp) / case.name
-                repo = export_base(client, task, work)
+                repo = export_base(DockerImages(client), task, work)
                 applied = apply_patch(repo, named_diff(case.diff, instance))
                 if not applied.applied:
                     log = f"{APPLY_PATCH_FAIL}:\n{applied.error}\n"

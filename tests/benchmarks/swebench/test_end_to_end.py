@@ -13,6 +13,7 @@ from benchmarks import BrokenTask, GradeReport, TestStatus, find_task
 from benchmarks.gitops import git_ok
 from benchmarks.swebench import Harness, SWEbench, SWEbenchOptions, SWEbenchTask
 from sandbox.base import Mount, SandboxBackend, SandboxSpec, SandboxUnavailable
+from sandbox.docker_images import DockerImages
 from sandbox.ownership import give_to_sandbox_user
 from tests.benchmarks.helpers import PATCH_PYTEST_REPORTS
 from tests.benchmarks.swebench.agent_diffs import (
@@ -187,7 +188,7 @@ def test_a_missing_instance_image_is_a_clear_error(
     options = SWEbenchOptions(
         dataset=str(write_jsonl([row], tmp_path / "absent.jsonl")), namespace="clade-absent"
     )
-    absent = SWEbench(options, docker_client=docker_client, harness=harness)
+    absent = SWEbench(options, images=DockerImages(docker_client), harness=harness)
     name = absent.tasks()[0].image
     # Absent here, and no registry is reachable: the pull fails, naming the image.
     with pytest.raises(
@@ -201,6 +202,6 @@ def test_an_image_at_another_commit_is_a_broken_task(
 ) -> None:
     row = {**fixture_set.rows["clade-fixtures__wrapkit-1"], "base_commit": "0" * 40}
     options = SWEbenchOptions(dataset=str(write_jsonl([row], tmp_path / "moved.jsonl")))
-    moved = SWEbench(options, docker_client=docker_client, harness=harness)
+    moved = SWEbench(options, images=DockerImages(docker_client), harness=harness)
     with pytest.raises(BrokenTask, match=r"/testbed in .* is at [0-9a-f]{40}, the instance says 0{40}"):
         moved.prepare_repo(moved.tasks()[0], tmp_path / "repo")

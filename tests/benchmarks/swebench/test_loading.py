@@ -17,20 +17,20 @@ from benchmarks import UnknownTask, get_benchmark, known_benchmarks
 from benchmarks.swebench import (
     DatasetError,
     Harness,
-    InvalidOptions,
     SWEbench,
     SWEbenchTask,
     load_rows,
 )
 from benchmarks.swebench import dataset as dataset_module
-from benchmarks.swebench.options import parse_options
+from benchmarks.swebench.options import SWEbenchOptions
+from contracts.benchmark_options import BenchmarkOptionError
 
-NO_DOCKER = object()  # the client of benchmarks that must not touch Docker
+NO_DOCKER = object()  # the image store of benchmarks that must not touch one
 IDS = ["clade-fixtures__tinyinv-1", "clade-fixtures__tinyinv-2", "clade-fixtures__wrapkit-1"]
 
 
 def make(harness: Harness, **options: Any) -> SWEbench:
-    return SWEbench(parse_options(options), docker_client=NO_DOCKER, harness=harness)
+    return SWEbench(SWEbenchOptions.model_validate(options), images=NO_DOCKER, harness=harness)  # type: ignore[arg-type]
 
 
 def test_the_registry_builds_it_from_options(offline_dataset: Path) -> None:
@@ -44,7 +44,7 @@ def test_the_registry_builds_it_from_options(offline_dataset: Path) -> None:
     ("options", "message"),
     [
         ({}, r"dataset: Field required"),
-        ({"dataset": "x.jsonl", "datset": "y"}, r"datset: Extra inputs are not permitted"),
+        ({"dataset": "x.jsonl", "datset": "y"}, r"datset: unknown option of swebench \(known: dataset,"),
         ({"dataset": "x.jsonl", "instance_ids": []}, r"instance_ids: List should have at least 1 item"),
         ({"dataset": "x.jsonl", "instance_ids": ["a"], "subset": "b"}, r"either 'instance_ids' or 'subset'"),
         ({"dataset": "x.jsonl", "subsets": {"all": ["a"]}}, r"'all' is built in"),
@@ -52,7 +52,7 @@ def test_the_registry_builds_it_from_options(offline_dataset: Path) -> None:
     ],
 )
 def test_bad_options_name_the_field(options: dict[str, Any], message: str) -> None:
-    with pytest.raises(InvalidOptions, match=message) as caught:
+    with pytest.raises(BenchmarkOptionError, match=message) as caught:
         get_benchmark("swebench", **options)
     assert isinstance(caught.value, ValueError)
 

@@ -1,9 +1,11 @@
 """A run's plan: its configuration validated once, into what the driver acts on.
 
-`plan_run` checks everything a configuration needs before a run is stored (the
-benchmark loads with its options, each stage has known tasks, the selection
-strategy takes its parameters, the time limits fit the broker) and raises
-ConfigFieldError naming the field at fault; the API answers 422 at that path.
+This module is the one door to a run: the API, its preview and the simulator all validate a
+configuration with `plan_run`, and `service.runs.create_run` stores only a plan. `plan_run`
+checks everything a configuration needs before a run is stored (the benchmark loads with its
+options, each stage has known tasks, the selection strategy takes its parameters, the time
+limits fit the broker) and raises ConfigFieldError naming the field at fault; the API answers
+422 at that path.
 The run stores the configuration and the stages' task ids (epoch 0's stages, then each
 later epoch's own stages, in order: `RunPlan.stage_tasks`); `stored_plan` turns
 them back into the same plan once per run and process, without loading the
@@ -16,12 +18,13 @@ import random
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Protocol
 
 from pydantic import ValidationError
 
 from benchmarks.base import Benchmark, BenchmarkError, OptionError
-from benchmarks.catalog import BenchmarkCatalog, BenchmarkLoadPending
-from contracts.benchmark_options import BenchmarkConfig
+from benchmarks.catalog import BenchmarkLoadPending
+from contracts.benchmark_options import BenchmarkConfig, BenchmarkOptionError
 from contracts.config import (
     BudgetConfig,
     ConfigFieldError,
@@ -34,8 +37,18 @@ from contracts.config import (
     StageConfig,
 )
 from service.db.models import Run
-from service.driver.dispatch import evaluate_time_limit, improve_time_limit
 from service.selection import SelectionStrategy, UnknownStrategyError, make_strategy
+
+
+class BenchmarkSource(Protocol):
+    """Where a run's benchmark is loaded from: the service's `BenchmarkCatalog`, or the
+    simulator's landscape."""
+
+    def get(self, config: BenchmarkConfig) -> Benchmark: ...
+
+    def spelled_out(self, config: BenchmarkConfig) -> BenchmarkConfig:
+        """The configuration with every option spelled out, as a run stores it."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -64,6 +77,16 @@ class TimeLimits:
 
     improve_s: int
     evaluate_s: int
+
+
+def improve_time_limit(limits: LimitsConfig) -> int:
+    """Diagnosis, the improver's run and the child's validation."""
+    return limits.improve_timeout_s + 2 * limits.test_timeout_s + limits.overhead_s
+
+
+def evaluate_time_limit(limits: LimitsConfig) -> int:
+    """The agent's run and the grading."""
+    return limits.solve_timeout_s + limits.test_timeout_s + limits.overhead_s
 
 
 @dataclass(frozen=True)
@@ -126,7 +149,7 @@ class RunPlan:
         return self.improver.agent if self.improver.agent is not None else parent_id
 
 
-def plan_run(config: RunConfig, *, catalog: BenchmarkCatalog, visibility_timeout_s: int) -> RunPlan:
+def plan_run(config: RunConfig, *, catalog: BenchmarkSource, visibility_timeout_s: int) -> RunPlan:
     """Validate `config` into a plan; raises ConfigFieldError naming the field at fault.
 
     Cheap checks come first: loading the benchmark may read a large dataset.
@@ -135,6 +158,8 @@ def plan_run(config: RunConfig, *, catalog: BenchmarkCatalog, visibility_timeout
     time_limits = check_time_limits(config.limits, visibility_timeout_s)
     _check_epochs(config)
     benchmark = load_benchmark(catalog, config.benchmark)
+    # Stored with every option spelled out, as its benchmark's model reads them.
+    config = config.model_copy(update={"benchmark": catalog.spelled_out(config.benchmark)})
     stages = _stages(benchmark, config.stages, field="stages", seed=str(config.rng_seed))
     own = [
         _stages(benchmark, epoch.stages, field=f"epochs.{i}.stages", seed=f"{config.rng_seed}:e{i + 1}")
@@ -217,12 +242,18 @@ def _strategy(config: RunConfig) -> SelectionStrategy:
         raise ConfigFieldError(path, error["msg"]) from exc
 
 
-def load_benchmark(catalog: BenchmarkCatalog, config: BenchmarkConfig) -> Benchmark:
-    """The benchmark, or ConfigFieldError at the option it cannot load with."""
+def load_benchmark(catalog: BenchmarkSource, config: BenchmarkConfig) -> Benchmark:
+    """The benchmark, or ConfigFieldError at the option it cannot load with (at `benchmark.name`
+    for a benchmark not registered or that cannot load, each wrong option in `issues`)."""
     try:
         return catalog.get(config)
     except BenchmarkLoadPending:
         raise  # not the configuration's fault: a 503 to retry
+    except BenchmarkOptionError as exc:
+        issues = [(("benchmark", *problem.loc), problem.message, problem.kind) for problem in exc.problems]
+        first = exc.problems[0]
+        field = ".".join(str(part) for part in issues[0][0])
+        raise ConfigFieldError(field, first.message, issues=issues) from exc
     except OptionError as exc:
         raise ConfigFieldError(f"benchmark.options.{exc.field}", str(exc)) from exc
     except (BenchmarkError, OSError) as exc:
