@@ -14,8 +14,8 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.client import ApiClient
+from cli.events import describe_event
 from cli.output import fmt_best, fmt_counts, fmt_score, fmt_usd, short
-from cli.runs import describe_event
 from cli.seeds import pack_agent
 from cli.stack import SEED_AGENT_DIR, Stack
 from contracts.settings import Settings

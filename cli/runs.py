@@ -13,7 +13,8 @@ from rich.table import Table
 
 from cli.client import CliError
 from cli.context import CliContext
-from cli.output import RUN_COLUMNS, fmt_counts, fmt_interval, fmt_score, reported_errors, run_row, short
+from cli.events import describe_event
+from cli.output import RUN_COLUMNS, fmt_counts, fmt_interval, reported_errors, run_row, short
 from contracts.safe_yaml import YamlInputError, load_yaml
 
 app = typer.Typer(no_args_is_help=True)
@@ -263,43 +264,3 @@ def watch(
                     cli.console.print(f"run {run['status']}: {run['stop_reason'] or ''}")
                 return
             time.sleep(interval)
-
-
-def describe_event(event: dict[str, Any]) -> str:
-    p = event["payload"]
-    kind = event["kind"]
-    stamp = event["created_at"][11:19]
-    if kind == "child_created":
-        child, parent = short(p.get("agent_id")), short(p.get("parent_id"))
-        if p.get("second_parent_id"):
-            parent += f" and {short(p['second_parent_id'])} (crossover)"
-        return f"{stamp} step {p.get('step')}: child {child} of {parent}"
-    if kind == "evaluation_done" and p.get("infrastructure_failure"):
-        cause = escape(str(p["infrastructure_failure"]))
-        agent = short(p.get("agent_id"))
-        return f"{stamp}   {agent} on {p.get('task_id')}: [yellow]not run: {cause}[/yellow]"
-    if kind == "evaluation_done":
-        mark = "[green]resolved[/green]" if p.get("resolved") else "[red]unresolved[/red]"
-        return f"{stamp}   {short(p.get('agent_id'))} on {p.get('task_id')}: {mark}"
-    if kind == "driver_error":
-        cause = escape(str(p.get("error")))
-        return f"{stamp} [yellow]run driver failed ({p.get('failed_ticks', 1)} ticks): {cause}[/yellow]"
-    if kind == "island_migration":
-        return (
-            f"{stamp} agent {short(p.get('agent_id'))} migrates from island {p.get('from')} to {p.get('to')}"
-        )
-    if kind == "experience_updated":
-        return (
-            f"{stamp} experience pool version {p.get('version')} ({p.get('finished_steps')} finished steps)"
-        )
-    if kind == "heldout_started":
-        agents = ", ".join(short(a) for a in p.get("agents", []))
-        return f"{stamp} held-out phase: {agents} on {len(p.get('tasks', []))} held-out tasks"
-    if kind == "heldout_finished":
-        return f"{stamp} held-out phase over: best agent {short(p.get('best_agent_id'))}"
-    if kind in ("agent_admitted", "agent_rejected"):
-        verdict = "admitted" if kind == "agent_admitted" else "rejected"
-        extra = f" score {fmt_score(p.get('score'))}" if p.get("score") is not None else ""
-        reason = f" ({p['reason']})" if p.get("reason") else ""
-        return f"{stamp} agent {short(p.get('agent_id'))} {verdict}{extra}{reason}"
-    return f"{stamp} {kind} {json.dumps(p)}"

@@ -22,46 +22,24 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from contracts.events import ChildCreated, ExperienceEntry, ExperienceUpdated, kind_of
+from service import events
 from service.db.models import Event, RunAgent, Step
 from service.lifecycle import StepStatus
 
-EVENT = "experience_updated"
+EVENT = kind_of(ExperienceUpdated)
 LEARNED_FROM = (StepStatus.ADMITTED, StepStatus.REJECTED, StepStatus.FAILED)
 MAX_LINE = 400
 
 
-class ExperienceEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ExperiencePool(ExperienceUpdated):
+    """One version of a run's experience pool, as stored (its event's payload) and as the API
+    answers it (with the event's time)."""
 
-    step: int
-    group: str | None
-    parent_id: str
-    parent_score: float | None
-    child_id: str | None
-    child_score: float | None
-    change: float | None  # child score minus parent score, when both are known
-    outcome: str  # the step's status: admitted, rejected or failed
-    reason: str | None
-    tried: str  # the diagnosis's title line
-    files: list[str] = Field(default_factory=list)
-
-
-class ExperiencePool(BaseModel):
-    """One version of a run's experience pool, as stored and as the API answers it."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    schema_version: Literal[1] = 1
-    run_id: str
-    version: int = Field(ge=1)
-    finished_steps: int  # the finished steps this version summarises
-    entries: list[ExperienceEntry]  # those that fit in `text`, in its order
-    left_out: int  # finished steps whose entry did not fit
-    text: str
     created_at: datetime | None = None
 
 
@@ -96,8 +74,8 @@ def update(session: Session, *, run_id: str, limit_chars: int) -> ExperiencePool
         left_out=len(entries) - len(shown),
         text=text,
     )
-    session.add(
-        Event(run_id=run_id, kind=EVENT, payload=pool.model_dump(mode="json", exclude={"created_at"}))
+    events.emit(
+        session, ExperienceUpdated.model_validate(pool.model_dump(exclude={"created_at"})), run_id=run_id
     )
     session.flush()
     return pool
@@ -141,7 +119,9 @@ def _entries(session: Session, run_id: str) -> list[ExperienceEntry]:
     }
     files: dict[int, list[str]] = {
         int(e.payload["step"]): list(e.payload.get("files") or [])
-        for e in session.scalars(select(Event).where(Event.run_id == run_id, Event.kind == "child_created"))
+        for e in session.scalars(
+            select(Event).where(Event.run_id == run_id, Event.kind == kind_of(ChildCreated))
+        )
     }
     entries = []
     for step in steps:
@@ -181,7 +161,7 @@ def _line(entry: ExperienceEntry) -> str:
     parent = f"parent {entry.parent_id[:12]}" + (
         f" (score {entry.parent_score:.2f})" if entry.parent_score is not None else ""
     )
-    if entry.outcome == "failed" or entry.child_id is None:
+    if entry.outcome == StepStatus.FAILED or entry.child_id is None:
         result = f"no child ({entry.reason or 'failed'})"
     else:
         result = f"child {entry.child_id[:12]} {entry.outcome}"

@@ -11,7 +11,8 @@ status it does not start from, it raises `IllegalTransitionError` (a 409 from th
     evaluation:  (new) -> pending -> done | cancelled;  (new) -> done (a result reused, not run)
     membership:  (new) -> evaluating -> admitted | rejected;  (new) -> rejected (an invalid child)
 
-The values are the strings stored in the database and shown by the API.
+The values are the strings stored in the database and shown by the API. A step's kind and an
+evaluation's purpose are not statuses: `contracts.vocabulary` names them.
 """
 
 from __future__ import annotations

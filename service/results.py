@@ -8,8 +8,9 @@ from datetime import UTC, datetime
 from sqlalchemy.orm import Session
 
 from contracts.errors import ConflictError, NotFoundError
+from contracts.events import EvaluationDone, StepRejected
 from contracts.records import EvaluationResult, EvaluationSubmission, UsageRecord
-from service import leases, lifecycle
+from service import events, leases, lifecycle
 from service.db.models import Evaluation, Event, LLMUsage, Step
 from service.worker_tokens import WorkerIdentity
 
@@ -46,26 +47,34 @@ def record_evaluation(
         evaluation_id=evaluation.id,
     )
     leases.settle(session, usage=submission.usage, evaluation_id=evaluation.id)
-    extra: dict[str, object] = {"worker": worker.name} if worker is not None else {}
-    if result.infrastructure_failure:
-        extra["infrastructure_failure"] = result.infrastructure_failure
-    session.add(evaluation_done(evaluation, **extra))
+    session.add(
+        evaluation_done(
+            evaluation,
+            worker=worker.name if worker is not None else None,
+            infrastructure_failure=result.infrastructure_failure or None,
+        )
+    )
     return evaluation
 
 
-def evaluation_done(evaluation: Evaluation, **extra: object) -> Event:
-    """The `evaluation_done` event of a finished evaluation, with `extra` payload fields."""
-    return Event(
-        run_id=evaluation.run_id,
-        kind="evaluation_done",
-        payload={
-            "evaluation_id": evaluation.id,
-            "agent_id": evaluation.agent_id,
-            "task_id": evaluation.task_id,
-            "resolved": evaluation.resolved,
-        }
-        | extra,
+def evaluation_done(
+    evaluation: Evaluation,
+    *,
+    worker: str | None = None,
+    reused_from: str | None = None,
+    infrastructure_failure: str | None = None,
+) -> Event:
+    """The `evaluation_done` event of a finished evaluation: measured by `worker`, or reused."""
+    payload = EvaluationDone(
+        evaluation_id=evaluation.id,
+        agent_id=evaluation.agent_id,
+        task_id=evaluation.task_id,
+        resolved=evaluation.resolved,
+        reused_from=reused_from,
+        worker=worker,
+        infrastructure_failure=infrastructure_failure,
     )
+    return events.event_row(payload, run_id=evaluation.run_id)
 
 
 def give_up_evaluation(session: Session, evaluation: Evaluation, *, reason: str) -> None:
@@ -137,9 +146,8 @@ def reject_step(
     record_usage(session, usage=usage or [], run_id=step.run_id, step_id=step.id, agent_id=step.parent_id)
     leases.settle(session, usage=usage or [], step_id=step.id)
     step.finished_at = datetime.now(UTC)
-    payload: dict[str, object] = {"step": step.number, "reason": reason}
     if worker is not None:
         worker.sign(step)
-        payload["worker"] = worker.name
-    session.add(Event(run_id=step.run_id, kind="step_rejected", payload=payload))
+    name = worker.name if worker is not None else None
+    events.emit(session, StepRejected(step=step.number, reason=reason, worker=name), run_id=step.run_id)
     return step

@@ -10,8 +10,9 @@ from sqlalchemy.orm import Session
 
 from contracts.config import ConfigFieldError, RunConfig
 from contracts.errors import NotFoundError
-from service import leases, lifecycle
-from service.db.models import Agent, Evaluation, Event, Run, RunAgent, Step
+from contracts.events import RunCancelled, RunCompleted, RunCreated, RunPaused, RunRunning
+from service import events, leases, lifecycle
+from service.db.models import Agent, Evaluation, Run, RunAgent, Step
 from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus, Transition
 from service.plan import RunPlan
 
@@ -65,7 +66,7 @@ def create_run(session: Session, *, plan: RunPlan) -> Run:
     seed = RunAgent(run_id=run.id, agent_id=config.seed_agent, step_number=0)
     lifecycle.join_run(seed)
     session.add(seed)
-    session.add(Event(run_id=run.id, kind="run_created", payload={"name": config.name}))
+    events.emit(session, RunCreated(name=config.name), run_id=run.id)
     return run
 
 
@@ -85,7 +86,8 @@ def change_state(session: Session, *, run_id: str, action: str) -> Run:
         bank_active_time(run, now)
     if run.status == RunStatus.RUNNING:
         run.resumed_at = now
-    session.add(Event(run_id=run_id, kind=f"run_{run.status}", payload={"action": action}))
+    changed = RunPaused(action="pause") if run.status == RunStatus.PAUSED else RunRunning(action="resume")
+    events.emit(session, changed, run_id=run_id)
     return run
 
 
@@ -132,4 +134,5 @@ def wind_down(session: Session, *, run: Run, end: Transition[Run], reason: str) 
         lifecycle.reject_member(member)
         member.reason = f"run ended before its evaluation finished: {reason}"
     leases.expire_run(session, run_id=run.id)
-    session.add(Event(run_id=run.id, kind=f"run_{run.status}", payload={"reason": reason}))
+    ended = RunCompleted(reason=reason) if run.status == RunStatus.COMPLETED else RunCancelled(reason=reason)
+    events.emit(session, ended, run_id=run.id)

@@ -6,14 +6,22 @@ shows it whole (`/api/health`, `driver_error` events), anyone else reads HIDDEN_
 
 from __future__ import annotations
 
-from typing import Any
+from contracts.events import DriverErrorEvent, RunEvent, UnreadableEvent
 
 HIDDEN_ERROR = "an internal error (its text is shown with the admin token; see the service log)"
 # Event kinds whose payload carries an internal error's text under "error".
 INTERNAL_ERROR_EVENTS = frozenset({"driver_error"})
 
 
-def event_payload(kind: str, payload: dict[str, Any], *, admin: bool) -> dict[str, Any]:
-    if admin or kind not in INTERNAL_ERROR_EVENTS or "error" not in payload:
-        return payload
-    return payload | {"error": HIDDEN_ERROR}
+def event_for(event: RunEvent, *, admin: bool) -> RunEvent:
+    """The event as this reader may see it."""
+    if admin:
+        return event
+    if isinstance(event, DriverErrorEvent):
+        return event.model_copy(update={"payload": event.payload.model_copy(update={"error": HIDDEN_ERROR})})
+    if isinstance(event, UnreadableEvent) and event.payload.stored_kind in INTERNAL_ERROR_EVENTS:
+        stored = event.payload.stored_payload
+        if isinstance(stored, dict) and "error" in stored:
+            hidden = event.payload.model_copy(update={"stored_payload": stored | {"error": HIDDEN_ERROR}})
+            return event.model_copy(update={"payload": hidden})
+    return event

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from contracts.config import JudgeConfig, RunConfig
 from contracts.records import EvaluationResult
 from contracts.scores import RawScoreCounts, ScoreCounts
+from contracts.vocabulary import EvaluationPurpose
 from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus
 
 T = TypeVar("T")
@@ -203,7 +204,7 @@ class EvaluationPublic(BaseModel):
     tampered: bool = False
     dropped_for_grading: list[str] = Field(default_factory=list)
     trial: int = 0
-    purpose: str = "selection"  # or "heldout": never used by selection
+    purpose: str = EvaluationPurpose.SELECTION  # or heldout, rescore: only selection feeds the search
     reused_from: str | None = None  # the evaluation whose result was copied (identical code, same key)
     # The worker token that submitted the result: an issued token's id and name, or local/admin.
     worker_token_id: str | None = None

@@ -24,14 +24,15 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 
 from contracts.errors import ConflictError, InvalidAgentError, NotFoundError, PatchError
+from contracts.events import ChildCreated, SeedImported
 from contracts.manifest import MANIFEST_FILE, AgentManifest, meta_changed, parse_manifest
 from contracts.records import UsageRecord
-from service import leases, lifecycle
+from service import events, leases, lifecycle
 from service.archive.git_store import GitStore
 from service.archive.limits import AgentLimits, TooLargeError, limit_text
 from service.archive.storage import full_disk_refused
 from service.archive.tarballs import extract_tar
-from service.db.models import Agent, Event, Run, RunAgent, Step
+from service.db.models import Agent, Run, RunAgent, Step
 from service.results import record_usage
 from service.worker_tokens import WorkerIdentity
 
@@ -95,7 +96,7 @@ class Archive:
                     manifest=manifest.model_dump(),
                 )
                 session.add(agent)
-                session.add(Event(kind="seed_imported", payload={"agent_id": sha, "name": label}))
+                events.emit(session, SeedImported(agent_id=sha, name=label), run_id=None)
         self.git.ensure_agent_ref(sha)
         self.git.point_head_at(sha)
         return agent, created
@@ -282,19 +283,18 @@ def attach_child(
         parent = session.get(RunAgent, (run_id, parent_of)) if parent_of is not None else None
         if parent is not None:
             parent.children += 1
-    payload: dict[str, object] = {
-        "agent_id": sha,
-        "parent_id": parent_id,
-        "step": step.number,
-        "rejection": rejection,
-        "files": files or [],  # for the experience pool of a group run
-    }
-    if second_id is not None:
-        payload["second_parent_id"] = second_id
     if worker is not None:  # a worker's patch (a clean crossover merge is the service's own)
         worker.sign(step)
-        payload["worker"] = worker.name
-    session.add(Event(run_id=run_id, kind="child_created", payload=payload))
+    created = ChildCreated(
+        agent_id=sha,
+        parent_id=parent_id,
+        step=step.number,
+        rejection=rejection,
+        files=files or [],  # for the experience pool of a group run
+        second_parent_id=second_id,
+        worker=worker.name if worker is not None else None,
+    )
+    events.emit(session, created, run_id=run_id)
     return agent
 
 

@@ -26,6 +26,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from contracts.vocabulary import EvaluationPurpose, StepKind
+
 SHA = String(40)
 ID = String(32)
 
@@ -171,9 +173,11 @@ class Step(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
     finished_at: Mapped[datetime | None]
-    # "improve" (one parent), "crossover" (merge of parent_id and second_parent_id), "hyper"
-    # (the parent's own improvement procedure).
-    kind: Mapped[str] = mapped_column(String(16), default="improve", server_default="improve")
+    # contracts.vocabulary.StepKind: improve (one parent), crossover (a merge of parent_id and
+    # second_parent_id), hyper (the parent's own improvement procedure).
+    kind: Mapped[str] = mapped_column(
+        String(16), default=StepKind.IMPROVE, server_default=StepKind.IMPROVE.value
+    )
     second_parent_id: Mapped[str | None] = mapped_column(SHA)
     group_id: Mapped[str | None] = mapped_column(String(64))
     # The job's secret (sha256 of the one in the last dispatched message) and the worker token
@@ -207,8 +211,11 @@ class Evaluation(Base):
     finished_at: Mapped[datetime | None]
     trial: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # `trials: k` repeats
     epoch: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # utility version
-    # "selection" (stages), "heldout" (end-of-run re-evaluation), "rescore" (epoch change).
-    purpose: Mapped[str] = mapped_column(String(16), default="selection", server_default="selection")
+    # contracts.vocabulary.EvaluationPurpose: selection (stages), heldout (end-of-run re-evaluation),
+    # rescore (epoch change).
+    purpose: Mapped[str] = mapped_column(
+        String(16), default=EvaluationPurpose.SELECTION, server_default=EvaluationPurpose.SELECTION.value
+    )
     # Reuse: sha256 of (agent tree, task, benchmark version, solve model and settings, trial),
     # and the evaluation whose result this one copied instead of running.
     reuse_key: Mapped[str | None] = mapped_column(String(64), index=True)

@@ -23,11 +23,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from contracts.errors import PatchError
+from contracts.events import CrossoverOpened
 from contracts.jobs import CrossoverPart
+from contracts.vocabulary import StepKind
+from service import events
 from service.archive.git_store import MergeConflictError
 from service.archive.limits import TooLargeError
 from service.archive.store import Archive
-from service.db.models import Event, Run, RunAgent, Step
+from service.db.models import Run, RunAgent, Step
 from service.driver.parents import candidates
 from service.lifecycle import StepStatus
 from service.plan import RunPlan
@@ -35,7 +38,7 @@ from service.results import reject_step
 from service.selection.ledger import StepView
 from service.selection.policy import ImproveParts, PolicyDefaults, RunScope
 
-CROSSOVER = "crossover"
+CROSSOVER = StepKind.CROSSOVER
 
 
 class Crossover(PolicyDefaults):
@@ -67,7 +70,7 @@ def pair_steps(session: Session, run: Run, plan: RunPlan, *, first_number: int) 
         return
     steps = session.scalars(
         select(Step)
-        .where(Step.run_id == run.id, Step.number >= first_number, Step.kind == "improve")
+        .where(Step.run_id == run.id, Step.number >= first_number, Step.kind == StepKind.IMPROVE)
         .where(Step.status == StepStatus.PENDING, Step.dispatches == 0)
         .order_by(Step.number)
     ).all()
@@ -85,17 +88,10 @@ def pair_steps(session: Session, run: Run, plan: RunPlan, *, first_number: int) 
             continue
         step.kind = CROSSOVER
         step.second_parent_id = plan.strategy.select(others, rng, k=1)[0]
-        session.add(
-            Event(
-                run_id=run.id,
-                kind="crossover_opened",
-                payload={
-                    "step": step.number,
-                    "parent_id": step.parent_id,
-                    "second_parent_id": step.second_parent_id,
-                },
-            )
+        opened = CrossoverOpened(
+            step=step.number, parent_id=step.parent_id, second_parent_id=step.second_parent_id
         )
+        events.emit(session, opened, run_id=run.id)
 
 
 def crossover_stream(rng_seed: int, step_number: int, rate: float) -> random.Random | None:

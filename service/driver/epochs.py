@@ -28,14 +28,16 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from service import lifecycle
-from service.db.models import Evaluation, Event, Run, RunAgent, Step
+from contracts.events import AgentRescored, EpochStarted, Utility
+from contracts.vocabulary import EvaluationPurpose
+from service import events, lifecycle
+from service.db.models import Evaluation, Run, RunAgent, Step
 from service.driver.stages import Verdict, advance
 from service.lifecycle import EvaluationStatus, MemberStatus
 from service.plan import EpochPlan, RunPlan
 from service.selection.policy import PolicyDefaults, RunScope
 
-RESCORE = "rescore"
+RESCORE = EvaluationPurpose.RESCORE
 NO_LIMIT = 10**9
 
 
@@ -92,19 +94,14 @@ def begin(session: Session, run: Run, plan: RunPlan, opened: int) -> None:
     if seed is not None and seed.status == MemberStatus.ADMITTED and seed not in chosen:
         chosen.append(seed)
     run.epoch = epoch.number
-    session.add(
-        Event(
-            run_id=run.id,
-            kind="epoch_started",
-            payload={
-                "epoch": epoch.number,
-                "after_steps": epoch.after_steps,
-                "steps_opened": opened,
-                "utility": utility(epoch),
-                "rescore": [member.agent_id for member in chosen],
-            },
-        )
+    started = EpochStarted(
+        epoch=epoch.number,
+        after_steps=epoch.after_steps,
+        steps_opened=opened,
+        utility=Utility.model_validate(utility(epoch)),
+        rescore=[member.agent_id for member in chosen],
     )
+    events.emit(session, started, run_id=run.id)
     for member in chosen:
         member.stage_reached = 0
         _rescore(session, run, plan, member)
@@ -145,19 +142,14 @@ def _scored(session: Session, run: Run, verdict: Verdict) -> None:
     member.attempted = len(verdict.evaluations)
     member.score = member.resolved / member.attempted if verdict.evaluations else 0.0
     member.epoch = run.epoch
-    session.add(
-        Event(
-            run_id=run.id,
-            kind="agent_rescored",
-            payload={
-                "agent_id": member.agent_id,
-                "epoch": run.epoch,
-                "score": member.score,
-                "resolved": member.resolved,
-                "attempted": member.attempted,
-            },
-        )
+    rescored = AgentRescored(
+        agent_id=member.agent_id,
+        epoch=run.epoch,
+        score=member.score,
+        resolved=member.resolved,
+        attempted=member.attempted,
     )
+    events.emit(session, rescored, run_id=run.id)
 
 
 def rescoring(session: Session, run: Run) -> bool:

@@ -12,7 +12,9 @@ from sqlalchemy.orm import Session
 
 from contracts.jobs import EvaluationRecord, FailedEvaluation
 from contracts.records import EvaluationResult
+from contracts.vocabulary import EvaluationPurpose
 from service.db.models import Evaluation
+from service.lifecycle import EvaluationStatus
 
 # Each excerpt is cut to this many characters: a diff keeps its start, logs keep their end.
 MAX_EXCERPT = 6_000
@@ -34,9 +36,9 @@ def failure_to_diagnose(
         .where(
             Evaluation.run_id == run_id,
             Evaluation.agent_id == parent_id,
-            Evaluation.status == "done",
+            Evaluation.status == EvaluationStatus.DONE,
             Evaluation.resolved.is_not(True),
-            Evaluation.purpose == "selection",  # held-out tasks never feed the search
+            Evaluation.purpose == EvaluationPurpose.SELECTION,  # held-out tasks never feed the search
         )
         .order_by(Evaluation.task_id)
     ).all()
@@ -54,8 +56,8 @@ def parent_records(session: Session, *, run_id: str, parent_id: str) -> list[Eva
         .where(
             Evaluation.run_id == run_id,
             Evaluation.agent_id == parent_id,
-            Evaluation.status == "done",
-            Evaluation.purpose == "selection",
+            Evaluation.status == EvaluationStatus.DONE,
+            Evaluation.purpose == EvaluationPurpose.SELECTION,
         )
         .order_by(Evaluation.resolved.is_(True), Evaluation.task_id, Evaluation.id)
         .limit(MAX_RECORDS)

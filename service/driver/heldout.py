@@ -15,7 +15,9 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from contracts.events import HeldoutFinished, HeldoutScore, HeldoutStarted, kind_of
 from contracts.intervals import wilson
+from service import events
 from service.db.models import Evaluation, Event, Run, RunAgent
 from service.driver.reuse import HELDOUT, create_evaluations
 from service.lifecycle import EvaluationStatus, MemberStatus
@@ -23,8 +25,7 @@ from service.plan import RunPlan
 from service.queries import top_agents
 from service.selection.policy import PolicyDefaults, RunScope
 
-STARTED = "heldout_started"
-FINISHED = "heldout_finished"
+STARTED = kind_of(HeldoutStarted)
 
 
 class HeldOut(PolicyDefaults):
@@ -66,7 +67,7 @@ def finished(session: Session, run: Run, plan: RunPlan) -> bool:
     started = _event(session, run, STARTED)
     if started is None:
         chosen = _top(session, run, heldout.top_k)
-        session.add(Event(run_id=run.id, kind=STARTED, payload={"agents": chosen, "tasks": heldout.tasks}))
+        events.emit(session, HeldoutStarted(agents=chosen, tasks=list(heldout.tasks)), run_id=run.id)
         session.flush()
     else:
         chosen = list(started.payload["agents"])
@@ -100,10 +101,10 @@ def finished(session: Session, run: Run, plan: RunPlan) -> bool:
     session.flush()
     best = next(iter(top_agents(session, run_id=run.id, k=1)), None)
     agents = {
-        agent_id: {"resolved": resolved, "total": total, "low": round(wilson(resolved, total)[0], 4)}
+        agent_id: HeldoutScore(resolved=resolved, total=total, low=round(wilson(resolved, total)[0], 4))
         for agent_id, (resolved, total) in counts.items()
     }
-    session.add(Event(run_id=run.id, kind=FINISHED, payload={"agents": agents, "best_agent_id": best}))
+    events.emit(session, HeldoutFinished(agents=agents, best_agent_id=best), run_id=run.id)
     return True
 
 

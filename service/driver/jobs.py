@@ -15,6 +15,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from contracts.jobs import Budget, EvaluateJob, ImproveJob
+from contracts.vocabulary import StepKind
 from service import job_secrets, leases
 from service.db.models import Evaluation, Run, Step
 from service.driver import budget
@@ -93,7 +94,7 @@ def improve_job(
     session: Session, run: Run, plan: RunPlan, step: Step, lease: Budget, parts: ImproveParts
 ) -> ImproveJob:
     """The job that makes `step`'s child; `parts` are what the run's policies add to it."""
-    hyper = step.kind == "hyper"
+    hyper = step.kind == StepKind.HYPER
     return ImproveJob(
         run_id=run.id,
         limits=plan.limits,

@@ -9,8 +9,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service import experience
-from service.db.models import Evaluation, Event, Run, RunAgent, Step
+from service import events, experience
+from service.db.models import Evaluation, Run, RunAgent, Step
 from service.lifecycle import STEP_IN_FLIGHT, EvaluationStatus, MemberStatus
 from service.selection.ledger import EvaluationView, MemberView, StepView
 
@@ -80,17 +80,10 @@ class DatabaseLedger:
         ]
 
     def events(self, kind: str) -> list[dict[str, Any]]:
-        return [
-            dict(payload)
-            for payload in self.session.scalars(
-                select(Event.payload)
-                .where(Event.run_id == self.run.id, Event.kind == kind)
-                .order_by(Event.id)
-            )
-        ]
+        return events.recorded(self.session, run_id=self.run.id, kind=kind)
 
     def record(self, kind: str, payload: Mapping[str, Any]) -> None:
-        self.session.add(Event(run_id=self.run.id, kind=kind, payload=dict(payload)))
+        events.emit(self.session, events.policy_payload(kind, payload), run_id=self.run.id)
         self.session.flush()
 
     def set_island(self, agent_id: str, island: int) -> None:

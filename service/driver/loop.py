@@ -9,14 +9,17 @@ import logging
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Literal
 
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from contracts.events import DriverError
 from contracts.logs import log_ids
+from service import events
 from service.archive.store import Archive
-from service.db.models import Event, Run
+from service.db.models import Run
 from service.driver.dispatch import Dispatcher
 from service.driver.jobs import REDISPATCH_MARGIN_S, Outbox
 from service.driver.tick import drive
@@ -203,16 +206,17 @@ class RunDriver:
             if self._write([run_id], failure, scope="run"):
                 del self._unrecorded[run_id]
 
-    def _write(self, run_ids: list[str], failure: _Unrecorded, *, scope: str) -> bool:
-        payload = {
-            "scope": scope,  # "run": this run's move failed; "driver": no run could be driven
-            "error": failure.error,
-            "since": failure.since.isoformat(),
-            "failed_ticks": failure.failed_ticks,
-        }
+    def _write(self, run_ids: list[str], failure: _Unrecorded, *, scope: Literal["run", "driver"]) -> bool:
+        payload = DriverError(
+            scope=scope,  # "run": this run's move failed; "driver": no run could be driven
+            error=failure.error,
+            since=failure.since,
+            failed_ticks=failure.failed_ticks,
+        )
         try:
             with self.sessions.begin() as session:
-                session.add_all(Event(run_id=r, kind="driver_error", payload=payload) for r in run_ids)
+                for run_id in run_ids:
+                    events.emit(session, payload, run_id=run_id)
         except SQLAlchemyError:
             log.exception("run driver: could not record a failure yet; will try again")
             return False

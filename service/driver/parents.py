@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from service.db.models import Evaluation, Run, RunAgent
 from service.driver.ledger import DatabaseLedger
+from service.lifecycle import EvaluationStatus, MemberStatus
 from service.plan import RunPlan
 from service.selection import Candidate
 from service.selection.policy import RunScope
@@ -27,7 +28,11 @@ def candidates(session: Session, run: Run) -> list[Candidate]:
                 func.sum(case((Evaluation.resolved.is_(True), 1), else_=0)),
                 func.count(),
             )
-            .where(Evaluation.run_id == run.id, Evaluation.status == "done", Evaluation.epoch == run.epoch)
+            .where(
+                Evaluation.run_id == run.id,
+                Evaluation.status == EvaluationStatus.DONE,
+                Evaluation.epoch == run.epoch,
+            )
             .group_by(Evaluation.agent_id)
         )
     }
@@ -35,7 +40,7 @@ def candidates(session: Session, run: Run) -> list[Candidate]:
     result = []
     for member in members:
         # Only scores of the run's current epoch (utility version) count; see epochs.py.
-        if member.status != "admitted" or member.epoch != run.epoch or member.score is None:
+        if member.status != MemberStatus.ADMITTED or member.epoch != run.epoch or member.score is None:
             continue
         resolved, attempted = totals[member.agent_id]
         result.append(

@@ -26,6 +26,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from contracts.config import JudgeConfig, RunConfig
+from contracts.vocabulary import EvaluationPurpose
 from service import lifecycle
 from service.db.models import Agent, Evaluation, Run, RunAgent
 from service.lifecycle import EvaluationStatus
@@ -35,8 +36,8 @@ from service.runs import new_id
 
 Slot = tuple[str, int]  # (task id, trial)
 # Evaluation.purpose: scored in the stages (selection), or after them on held-out tasks.
-SELECTION = "selection"
-HELDOUT = "heldout"
+SELECTION = EvaluationPurpose.SELECTION
+HELDOUT = EvaluationPurpose.HELDOUT
 
 
 @cache

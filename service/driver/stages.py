@@ -19,10 +19,11 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service import lifecycle
-from service.db.models import Evaluation, Event, Run, RunAgent, StageScore, Step
+from contracts.events import AgentAdmitted, AgentRejected
+from service import events, lifecycle
+from service.db.models import Evaluation, Run, RunAgent, StageScore, Step
 from service.driver.reuse import HELDOUT, SELECTION, create_evaluations
-from service.lifecycle import EvaluationStatus
+from service.lifecycle import EvaluationStatus, MemberStatus
 from service.plan import RunPlan
 
 
@@ -113,15 +114,11 @@ def admit(session: Session, run: Run, verdict: Verdict) -> None:
             lifecycle.reject_step(step)
     if step is not None:
         step.reason, step.finished_at = member.reason, datetime.now(UTC)
-    session.add(
-        Event(
-            run_id=run.id,
-            kind=f"agent_{member.status}",
-            payload={
-                "agent_id": member.agent_id,
-                "score": member.score,
-                "reason": member.reason,
-                "step": member.step_number,
-            },
-        )
+    verdict_of = AgentAdmitted if member.status == MemberStatus.ADMITTED else AgentRejected
+    events.emit(
+        session,
+        verdict_of(
+            agent_id=member.agent_id, score=member.score, reason=member.reason, step=member.step_number
+        ),
+        run_id=run.id,
     )

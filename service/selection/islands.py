@@ -25,11 +25,12 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contracts.events import IslandMigration, kind_of
 from service.selection.base import Candidate, StepContext, StrategyBase, check_k, checked, draw
 from service.selection.policy import RunScope
 from service.selection.score import ScoreChildProp
 
-MIGRATION = "island_migration"
+MIGRATION = kind_of(IslandMigration)
 
 
 class Migration(BaseModel):

@@ -24,6 +24,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from contracts.vocabulary import EvaluationPurpose
 from service.selection.base import Candidate, StrategyBase, checked
 from service.selection.policy import RunScope
 
@@ -85,7 +86,7 @@ class MapElites(StrategyBase):
         staged = set(tasks)
         results: dict[str, dict[str, tuple[int, int]]] = defaultdict(dict)
         for e in ledger.evaluations(members):
-            if e.done and e.purpose == "selection" and e.task_id in staged:
+            if e.done and e.purpose == EvaluationPurpose.SELECTION and e.task_id in staged:
                 resolved, attempted = results[e.agent_id].get(e.task_id, (0, 0))
                 results[e.agent_id][e.task_id] = (resolved + (1 if e.resolved else 0), attempted + 1)
         for agent_id in members:

@@ -17,7 +17,7 @@ from benchmarks.spec import BenchmarkSpec, LoadContext
 from contracts.benchmark_options import BenchmarkConfig, BenchmarkOptionError, Options
 from contracts.config import ConfigFieldError, RunConfig
 from contracts.jobs import EvaluateJob
-from service.driver.plan import plan_run
+from service.plan import plan_run
 from tests.benchmarks.plugin_package import (
     WORDCOUNT,
     WORDCOUNT_TASK,

@@ -8,8 +8,8 @@ from unittest import mock
 from typer.testing import CliRunner
 
 from cli.context import CliContext
+from cli.events import describe_event
 from cli.main import app
-from cli.runs import describe_event
 
 POOL = {"version": 2, "finished_steps": 3, "text": "Changes that helped:\n- step 1 [group 1]: +0.50"}
 
@@ -38,10 +38,15 @@ def test_run_experience_prints_the_pool_as_is() -> None:
 def test_watch_describes_migrations_and_versions() -> None:
     stamp = "2026-11-30T21:00:00+00:00"
     migration = {"agent_id": "a" * 40, "from": 1, "to": 0, "step": 2}
-    assert describe_event({"kind": "island_migration", "payload": migration, "created_at": stamp}) == (
-        f"21:00:00 agent {'a' * 12} migrates from island 1 to 0"
-    )
-    version = {"version": 3, "finished_steps": 5, "text": "long"}
-    assert describe_event({"kind": "experience_updated", "payload": version, "created_at": stamp}) == (
-        "21:00:00 experience pool version 3 (5 finished steps)"
-    )
+    event = {"id": 7, "kind": "island_migration", "payload": migration, "created_at": stamp}
+    assert describe_event(event) == f"21:00:00 agent {'a' * 12} migrates from island 1 to 0"
+    version = {
+        "run_id": "r1",
+        "version": 3,
+        "finished_steps": 5,
+        "entries": [],
+        "left_out": 5,
+        "text": "long",
+    }
+    event = {"id": 8, "kind": "experience_updated", "payload": version, "created_at": stamp}
+    assert describe_event(event) == "21:00:00 experience pool version 3 (5 finished steps)"

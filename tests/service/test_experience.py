@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from service.experience import ExperienceEntry, render, title
+from contracts.events import ExperienceEntry
+from service.experience import render, title
 
 
 def entry(step: int, change: float | None, outcome: str = "admitted", tried: str = "") -> ExperienceEntry:

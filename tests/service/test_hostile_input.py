@@ -119,13 +119,14 @@ def test_internal_error_texts_are_for_admins_only(service: AppService, seed_id: 
     secret = "psycopg.OperationalError: connection to /var/lib/secret-host-path failed"
     engine = create_engine(service.database_url)
     with Session(engine) as session:
-        session.add(Event(run_id=run_id, kind="driver_error", payload={"scope": "run", "error": secret}))
+        failure = {"scope": "run", "error": secret, "since": "2026-12-01T10:00:00+00:00", "failed_ticks": 3}
+        session.add(Event(run_id=run_id, kind="driver_error", payload=failure))
         session.commit()
     engine.dispose()
     events = f"/api/runs/{run_id}/events"
     with service.anonymous as anonymous:
         (error,) = [e for e in anonymous.get(events).json() if e["kind"] == "driver_error"]
-        assert error["payload"] == {"scope": "run", "error": HIDDEN_ERROR}
+        assert error["payload"] == failure | {"error": HIDDEN_ERROR}
     with service.admin as admin:
         (error,) = [e for e in admin.get(events).json() if e["kind"] == "driver_error"]
         assert error["payload"]["error"] == secret

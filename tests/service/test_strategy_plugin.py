@@ -16,7 +16,9 @@ from typing import ClassVar
 import pytest
 from sqlalchemy import select
 
+from contracts.events import PolicyRecordEvent
 from contracts.jobs import EvaluateJob, ImproveJob
+from service import events
 from service.db.models import Event, Step
 from service.driver.parents import candidates
 from service.selection import (
@@ -117,11 +119,12 @@ def test_a_strategy_registered_outside_clade_keeps_its_books_through_the_driver(
     with world.sessions() as session:
         steps = session.scalars(select(Step).where(Step.run_id == run_id).order_by(Step.number)).all()
         children = [step.child_id for step in steps]
+        # A kind of the strategy's own is a `policy_record` in the run's feed, named by that kind.
+        feed = [events.read(e) for e in session.scalars(select(Event).where(Event.run_id == run_id))]
         books = [
-            str(p["agent_id"])
-            for p in session.scalars(
-                select(Event.payload).where(Event.run_id == run_id, Event.kind == LEDGER).order_by(Event.id)
-            )
+            str(e.payload.data["agent_id"])
+            for e in sorted(feed, key=lambda e: e.id)
+            if isinstance(e, PolicyRecordEvent) and e.payload.name == LEDGER
         ]
         run = world.run(run_id)
         pool = {c.agent_id: c for c in candidates(session, run)}

@@ -1,7 +1,7 @@
 // Live updates: poll a run's events after the last id seen, and hand new ones over.
 
 import { api } from "./api/client";
-import { isRunEvent, type RunEvent } from "./api/types";
+import { isRunEvent, type EventKind, type RunEvent } from "./api/types";
 
 export class EventPoller {
   private timer = 0;
@@ -49,16 +49,36 @@ export class EventPoller {
   }
 }
 
-/** Events that change the tree, the scores or the run's state. */
-export const TREE_EVENTS = new Set([
-  "child_created",
-  "agent_admitted",
-  "agent_rejected",
-  "step_rejected",
-  "evaluation_done",
-  "run_paused",
-  "run_running",
-  "run_cancelled",
-  "run_completed",
-  "run_failed",
-]);
+/** What each kind of event does to a run's page: `redraw` fetches its tree and header again (the
+ * event changed the tree, the scores or the run's state); `none` leaves the page as it is. An
+ * unreadable event (a stored payload that no longer fits its kind) may be any of them: redraw. */
+export const ON_EVENT = {
+  seed_imported: "none",
+  run_created: "none",
+  run_paused: "redraw",
+  run_running: "redraw",
+  run_cancelled: "redraw",
+  run_completed: "redraw",
+  step_opened: "none",
+  crossover_opened: "none",
+  child_created: "redraw",
+  step_rejected: "redraw",
+  evaluation_done: "redraw",
+  agent_admitted: "redraw",
+  agent_rejected: "redraw",
+  agent_rescored: "none",
+  epoch_started: "none",
+  island_migration: "none",
+  experience_updated: "none",
+  heldout_started: "none",
+  heldout_finished: "none",
+  policy_record: "none",
+  driver_error: "none",
+  unreadable: "redraw",
+} as const satisfies Record<EventKind, "redraw" | "none">;
+
+/** Whether the event changes what the run's page shows (a kind this build does not know: no). */
+export function redraws(event: RunEvent): boolean {
+  const effects: Partial<Record<string, "redraw" | "none">> = ON_EVENT;
+  return effects[event.kind] === "redraw";
+}

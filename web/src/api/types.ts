@@ -1,6 +1,6 @@
 // Names for the generated API shapes (src/api/schema.d.ts, made from the service's OpenAPI).
 
-import type { components } from "./schema";
+import type { components, paths } from "./schema";
 
 type Schemas = components["schemas"];
 
@@ -23,14 +23,12 @@ export type EvaluationResult = NonNullable<EvaluationDetail["result"]>;
 export type RunUsage = Schemas["RunUsage"];
 export type ValidationIssue = Schemas["ValidationIssue"];
 
-/** One entry of `/api/runs/{id}/events` (typed loosely by the API). */
-export interface RunEvent {
-  id: number;
-  kind: string;
-  payload: Record<string, unknown>;
-  created_at: string;
-}
+type EventsAnswer = paths["/api/runs/{run_id}/events"]["get"]["responses"][200]["content"]["application/json"];
+/** One entry of `/api/runs/{id}/events`: a union discriminated by `kind` (contracts/events.py). */
+export type RunEvent = EventsAnswer[number];
+export type EventKind = RunEvent["kind"];
 
+/** The envelope every event has: a newer service may send a kind this build does not know. */
 export function isRunEvent(value: unknown): value is RunEvent {
   if (typeof value !== "object" || value === null) return false;
   const v = value as Record<string, unknown>;

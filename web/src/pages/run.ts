@@ -8,7 +8,7 @@ import { legend, onResize } from "../charts/frame";
 import { drawScoreChart } from "../charts/score";
 import { announce, errorBox, h, keepFocus } from "../dom";
 import * as fmt from "../format";
-import { EventPoller, TREE_EVENTS } from "../live";
+import { EventPoller, redraws } from "../live";
 import { takePrefetched } from "../prefetch";
 import { navigate, type Page } from "../router";
 import type { LayoutKind } from "../tree/layout";
@@ -228,7 +228,7 @@ export const runPage: Page = (main, route) => {
   };
 
   const refresh = async (events: RunEvent[]): Promise<void> => {
-    if (events.length && !events.some((e) => TREE_EVENTS.has(e.kind))) return;
+    if (events.length && !events.some(redraws)) return;
     const known = new Set(tree?.nodes.map((n) => n.id));
     const [nextTree, nextRun] = await Promise.all([fetchTree(), fetchRun()]);
     if (closed) return;
