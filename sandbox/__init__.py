@@ -1,4 +1,4 @@
-"""Isolation for untrusted agent code: one protocol, several backends, and the images they run.
+"""Isolation for untrusted agent code: one protocol, the Docker backend and any a plugin adds, their images.
 
 base           the protocol: `SandboxBackend` (its `images`, `start`, orphan removal), `Sandbox`,
                `ImageStore`, `SandboxSpec`, `ExecResult`, errors
@@ -10,6 +10,9 @@ docker_*       the Docker backend: hardened containers, exec with deadlines and 
 ceiling        `ResourceCeiling`: the most of the host one sandbox may take (specs are clamped)
 disk           `LimitedDisk`, `GrowthWatch`: bounds on what a sandbox writes to host folders
 hostfiles      `read_regular_file`: reading sandbox-written files without blocking or following links
+ownership      host folders handed to a sandbox made writable for its user (uid 1000)
+liveness       `ProcessStamp`: whether the process that started a sandbox is alive, so a worker removes
+               the sandboxes of processes that are gone and never a live one's
 images         how Docker images are made: the base image and agent layers, the agent runtime, task
                images pulled when absent, and `LayeredImage` (`recipes`), a benchmark's own image
                described without naming an engine

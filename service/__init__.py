@@ -1,1 +1,2 @@
-"""Clade service: the archive (git + database), the REST API, the run driver and selection."""
+"""The service: the archive (git and database, of which it is the only writer), the REST API, the run
+driver with its selection strategies, and the simulator that runs that driver on synthetic landscapes."""

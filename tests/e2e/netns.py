@@ -279,7 +279,7 @@ def netns_cluster(script: Script, *, workers: int = 2, concurrency: int = 2) -> 
         stack.callback(_remove_sandboxes, hosts)  # (exit runs these last first) once nothing makes more
         stack.callback(_stop_all, cluster)
         _start_hub(cluster, script)
-        for host in hosts:  # one worker token per machine, issued by the admin (README)
+        for host in hosts:  # one worker token per machine, issued by the admin (docs/operations.md)
             issued = cluster.request("POST", "/api/admin/worker-tokens", json={"name": host.name})
             assert issued.status_code == 201, issued.text
             cluster.worker_tokens[host.name] = issued.json()["token"]
@@ -361,7 +361,7 @@ def _start_hub(cluster: NetnsCluster, script: Script) -> None:
 
 
 def worker_settings(cluster: NetnsCluster, host: WorkerHost) -> dict[str, str]:
-    """Everything a worker on another machine is given (README: Running on several machines)."""
+    """Everything a worker on another machine is given (docs/operations.md: Running on several machines)."""
     return {
         "CLADE_BROKER_URL": f"redis://{HUB_ADDRESS}:{REDIS_PORT}/0",
         "CLADE_SERVICE_URL": cluster.service_url,
