@@ -81,6 +81,6 @@ def forwarder(
     finally:
         if proc.poll() is None:
             proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=60)  # a deadline on a loaded machine, not a speed limit
         if proc.stderr is not None:
             proc.stderr.close()
