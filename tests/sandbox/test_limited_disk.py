@@ -7,6 +7,7 @@ import errno
 import os
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,15 @@ def test_a_folder_within_its_limit_is_not_exceeded(tmp_path: Path) -> None:
 
 
 @needs_loop
+def settled_leftovers(folder: Path, timeout_s: float = 30) -> list[str]:
+    """What is left once a lazy unmount has let go of its loop device, which it does a moment
+    after `umount -l` returns."""
+    deadline = time.monotonic() + timeout_s
+    while (left := leftovers(folder)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
 def test_disks_of_a_process_that_is_gone_are_removed_and_live_ones_kept(tmp_path: Path) -> None:
     """A worker that died mid-run left its disk mounted: the next worker's start removes it
     (mount, loop device, image), and leaves a live process's disk alone."""
@@ -103,9 +113,28 @@ def test_disks_of_a_process_that_is_gone_are_removed_and_live_ones_kept(tmp_path
     live = LimitedDisk.around(staged(live_root), live_root / "disk", LIMIT, "loop")
     try:
         assert remove_abandoned_disks(tmp_path) == [left.path]
-        assert leftovers(dead_root) == []
+        assert settled_leftovers(dead_root) == []
         assert len(leftovers(live_root)) >= 2  # its mount and its image are still there
         assert (live.path / "repo" / "src" / "main.py").exists()
     finally:
         live.close()
     assert leftovers(tmp_path) == []
+
+
+@needs_loop
+def test_the_disk_of_a_killed_process_not_yet_reaped_is_removed(tmp_path: Path) -> None:
+    """A killed worker's process may stay a zombie until its parent reaps it; it holds no disk."""
+    zombie = subprocess.Popen(["true"])
+    stat = Path(f"/proc/{zombie.pid}/stat")
+    deadline = time.monotonic() + 60
+    while stat.read_text().rpartition(")")[2].split()[0] != "Z":
+        assert time.monotonic() < deadline, "the child never exited"
+        time.sleep(0.05)
+    root = tmp_path / f"clade-ws-{zombie.pid}-abc"
+    root.mkdir()
+    disk = LimitedDisk.around(staged(root), root / "disk", LIMIT, "loop")  # never closed
+    try:
+        assert remove_abandoned_disks(tmp_path) == [disk.path]
+    finally:
+        zombie.wait()
+    assert settled_leftovers(root) == []
