@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 import psycopg
 import redis
@@ -64,6 +65,16 @@ class PortTaken(RuntimeError):
 
 
 PORT_ATTEMPTS = 5
+
+
+def raise_exit_cause(name: str, log_path: Path, logged: int) -> NoReturn:
+    """Why a server that has just exited did so, from what it logged since `logged` bytes."""
+    with log_path.open("rb") as log:
+        log.seek(logged)
+        tail = log.read().decode(errors="replace")
+    if "Address already in use" in tail:
+        raise PortTaken(tail[-500:])
+    raise RuntimeError(f"{name} exited:\n{tail[-2000:]}")
 
 
 def start_on_a_port(first: bool, port: int, start: Callable[[int], None]) -> int:
@@ -121,12 +132,7 @@ class LocalPostgres:
     def _ready(self, port: int, log_path: Path, logged: int) -> bool:
         if self.process is not None and self.process.poll() is not None:
             self.process = None
-            with log_path.open("rb") as log:
-                log.seek(logged)
-                tail = log.read().decode(errors="replace")
-            if "Address already in use" in tail:
-                raise PortTaken(tail[-500:])
-            raise RuntimeError(f"postgres exited:\n{tail[-2000:]}")
+            raise_exit_cause("postgres", log_path, logged)
         try:
             with psycopg.connect(f"postgresql://clade@127.0.0.1:{port}/postgres", connect_timeout=2) as conn:
                 found = conn.execute("SHOW data_directory").fetchone()
@@ -179,12 +185,7 @@ class LocalRedis:
     def _ready(self, port: int, log_path: Path, logged: int) -> bool:
         if self.process is not None and self.process.poll() is not None:
             self.process = None
-            with log_path.open("rb") as log:
-                log.seek(logged)
-                tail = log.read().decode(errors="replace")
-            if "Address already in use" in tail:
-                raise PortTaken(tail[-500:])
-            raise RuntimeError(f"redis-server exited:\n{tail[-2000:]}")
+            raise_exit_cause("redis-server", log_path, logged)
         try:
             url = f"redis://127.0.0.1:{port}/0"
             with redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=2) as client:
