@@ -155,6 +155,7 @@ def plan_run(config: RunConfig, *, catalog: BenchmarkSource, visibility_timeout_
     Cheap checks come first: loading the benchmark may read a large dataset.
     """
     strategy = _strategy(config)
+    config = with_budget_defaults(config, strategy)
     time_limits = check_time_limits(config.limits, visibility_timeout_s)
     _check_epochs(config)
     benchmark = load_benchmark(catalog, config.benchmark)
@@ -177,6 +178,17 @@ def plan_run(config: RunConfig, *, catalog: BenchmarkSource, visibility_timeout_
             update={"evaluation": config.evaluation.model_copy(update={"heldout": heldout})}
         )
     return RunPlan(config=config, stages=stages, strategy=strategy, time_limits=time_limits, epochs=epochs)
+
+
+def with_budget_defaults(config: RunConfig, strategy: SelectionStrategy) -> RunConfig:
+    """The configuration with the budget fields its strategy fills in (`hgm-paper`: HGM's 800
+    evaluations) where the run gave none; the stored configuration shows them."""
+    given = config.budget.model_fields_set
+    filled = {name: value for name, value in strategy.budget_defaults().items() if name not in given}
+    if not filled:
+        return config
+    budget = BudgetConfig.model_validate(config.budget.model_dump() | filled)
+    return config.model_copy(update={"budget": budget})
 
 
 def _check_epochs(config: RunConfig) -> None:
