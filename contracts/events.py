@@ -150,7 +150,10 @@ class AgentVerdict(Payload):
     """An agent's verdict after its stages (admitted or rejected)."""
 
     agent_id: str = Field(description="The agent.")
-    score: float | None = Field(description="Its selection score (resolved / attempted over its stages).")
+    score: float | None = Field(
+        description="Its selection score (resolved / attempted over its stages); null when its policy"
+        " admitted it unmeasured (hgm-paper)."
+    )
     reason: str | None = Field(description="Why it was rejected (the stage it failed); null when admitted.")
     step: int | None = Field(
         description="The number of the step that made it (0: the seed; null: none of this run's)."

@@ -12,9 +12,10 @@ from service.plan import RunPlan
 from service.selection.policy import Measure
 
 
-def measure(session: Session, run: Run, plan: RunPlan, move: Measure) -> None:
+def measure(session: Session, run: Run, plan: RunPlan, move: Measure) -> int:
     """Create the evaluations `move` asks for that the agent does not have yet in this epoch
-    (each task `evaluation.trials` times), pending for the driver to send like any other.
+    (each task `evaluation.trials` times), pending for the driver to send like any other; how
+    many of them will run (copies of identical code's results are free).
 
     Raises ValueError naming the agent or the tasks when the policy asks for what the run
     cannot measure: an agent not admitted in it, or tasks outside its current stages."""
@@ -40,8 +41,12 @@ def measure(session: Session, run: Run, plan: RunPlan, move: Measure) -> None:
     }
     slots = [(task, trial) for task in dict.fromkeys(move.task_ids) for trial in range(plan.trials)]
     missing = [slot for slot in slots if slot not in existing]
-    if missing:
-        create_evaluations(session, run, plan, member, missing, stage=member.stage_reached, purpose=SELECTION)
+    if not missing:
+        return 0
+    created = create_evaluations(
+        session, run, plan, member, missing, stage=member.stage_reached, purpose=SELECTION
+    )
+    return sum(1 for evaluation in created.values() if evaluation.reused_from is None)
 
 
 def rescore_measured(session: Session, run: Run) -> None:

@@ -72,7 +72,7 @@ def drive(
     policy.after_admission(scope)
     reserved = policy.reserved_evaluations(scope)
     if not budget.children_exhausted(plan.budget, used, reserved_evaluations=reserved):
-        parents = select_parents(session, run, plan, used, policy, scope)
+        parents = select_parents(session, run, plan, used, policy, scope, reserved=reserved)
         open_steps(session, run, parents, improver_mode=plan.improver.mode)
         policy.after_opening(scope)
     elif (
@@ -115,10 +115,18 @@ def admit_agents(session: Session, run: Run, verdicts: list[Verdict]) -> None:
 
 
 def select_parents(
-    session: Session, run: Run, plan: RunPlan, used: budget.Spent, policy: SearchPolicy, scope: RunScope
+    session: Session,
+    run: Run,
+    plan: RunPlan,
+    used: budget.Spent,
+    policy: SearchPolicy,
+    scope: RunScope,
+    *,
+    reserved: int = 0,
 ) -> list[str]:
     """A parent for each free step slot, within the children budget (none until one is admitted);
-    a slot the policy spends on measuring an agent opens no step."""
+    a slot the policy spends on measuring an agent opens no step, and no slot is used once the
+    measurements of this tick have reached the evaluation budget."""
     limits = [
         plan.parallelism - _steps_in_flight(session, run),
         plan.budget.max_children - used.steps,
@@ -126,13 +134,16 @@ def select_parents(
     allowed = policy.steps_allowed(scope)  # e.g. the steps left before an epoch's boundary
     free = min(limits if allowed is None else [*limits, allowed])
     parents: list[str] = []
+    evaluations = used.evaluations + reserved
     for _ in range(max(free, 0)):
         number = used.steps + 1 + len(parents)
+        if plan.budget.max_evaluations is not None and evaluations >= plan.budget.max_evaluations:
+            break  # measurements sent in this tick spent the rest (a step's stages are its own)
         match policy.next_move(scope, number, parents):
             case Wait():
                 break  # e.g. a group run's round is not over
             case Measure() as move:
-                measure(session, run, plan, move)
+                evaluations += measure(session, run, plan, move)
             case Expand():
                 parent = choose_parent(session, run, plan, number, parents)
                 if parent is None:

@@ -51,16 +51,14 @@ FIRST_EXPANSIONS_CAP = 5  # hgm.py: min(5, int(max_workers ** alpha)) children b
 
 @dataclass
 class Record:
-    """One agent's own results in the current epoch: finished passes and fails, tasks given."""
+    """One agent's own results in the current epoch: finished passes and fails, the tasks it was
+    given, those still pending, and its evaluations (each trial counts)."""
 
     passes: int = 0
     fails: int = 0
     seen: set[str] = field(default_factory=set)
     pending: set[str] = field(default_factory=set)
-
-    @property
-    def finished(self) -> int:
-        return self.passes + self.fails
+    evaluations: int = 0
 
 
 @dataclass(frozen=True)
@@ -70,14 +68,14 @@ class Books:
     seed: str
     admitted: tuple[str, ...]  # in the order they were made (the seed first), as HGM's tree lists them
     children_made: int  # admitted agents other than the seed
-    steps_in_flight: tuple[int, ...]  # their numbers
+    steps_in_flight: tuple[int, ...]  # the numbers of the steps in flight
     records: Mapping[str, Record]
     evaluations: int  # every non-held-out evaluation of the epoch, done or pending
 
     @property
     def child_evaluations(self) -> int:
         """HGM's `n_task_evals`: evaluations of agents other than the seed, done or pending."""
-        return sum(len(r.seen) for agent, r in self.records.items() if agent != self.seed)
+        return sum(r.evaluations for agent, r in self.records.items() if agent != self.seed)
 
     @property
     def measuring(self) -> int:
@@ -102,6 +100,7 @@ def read_books(scope: RunScope) -> Books:
             continue
         count += 1
         record = records[row.agent_id]
+        record.evaluations += 1
         record.seen.add(row.task_id)
         if not row.done:
             record.pending.add(row.task_id)

@@ -128,3 +128,16 @@ def test_the_same_run_replayed_decides_the_same_moves(any_world: World) -> None:
     drive(first, run_a)
     drive(first, run_b)
     assert moves(run_a) == moves(run_b)
+
+
+def test_measurements_of_one_tick_stop_at_the_evaluation_budget(world: World) -> None:
+    # Four workers, one task each per tick: without a check inside the tick the last one would
+    # send up to three evaluations past the budget.
+    run_id = world.start(
+        selection={"strategy": "hgm-paper"}, stages=STAGES, budget={"max_evaluations": 9}, parallelism=4
+    )
+    drive(world, run_id)
+    with world.sessions() as session:
+        rows = session.scalars(select(Evaluation).where(Evaluation.run_id == run_id)).all()
+    assert len(rows) == 9
+    assert world.run(run_id).stop_reason == "budget: max_evaluations reached (9 of 9)"

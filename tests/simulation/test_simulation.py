@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -128,3 +130,27 @@ def test_code_equal_to_an_earlier_agent_reuses_its_results_for_free() -> None:
     assert copies.reused > 0
     assert copies.evaluations == copies.done_in_database == 400
     assert none.reused == 0
+
+
+def test_hgm_paper_measures_one_task_at_a_time_and_grows_its_tree_by_hgms_rule() -> None:
+    preset = PRESETS["hgm-paper"]
+    result = simulate(preset, SMALL, seed=2, budget=260)
+    assert result.evaluations == result.done_in_database == 260
+    # The seed's 60-task stage, then one task per measurement: after the seed's stage no tick
+    # sends more than one evaluation per worker (a DGM child would send its 10-task stage).
+    after = [s.evaluations for s in result.samples if s.evaluations >= 60]
+    assert after and all(b - a <= preset.parallelism for a, b in pairwise(after))
+    # HGM's rule: children made (failed attempts aside) follow floor(n ** 0.6) + 1 for n
+    # evaluations of children, give or take the expansions under way on the other worker.
+    n = 260 - 60
+    made = result.steps - result.mutations["invalid"]
+    assert math.floor(n**0.6) + 1 - preset.parallelism <= made <= math.floor(n**0.6) + 1 + preset.parallelism
+
+
+def test_the_command_runs_the_hgm_paper_preset(tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    args = ["sim", "--seeds", "1", "--budget", "150", "--landscape", "default", "--preset", "hgm-paper"]
+    result = CliRunner().invoke(app, [*args, "--out", str(out), "--jobs", "1"])
+    assert result.exit_code == 0, result.output
+    text = (out / "simulation-results.md").read_text()
+    assert "| hgm-paper |" in text and "| dgm |" in text
