@@ -63,15 +63,34 @@ def hard_stop(budget: BudgetConfig, used: Spent) -> str | None:
     return None
 
 
-def children_exhausted(budget: BudgetConfig, used: Spent, *, reserved_evaluations: int = 0) -> bool:
+def children_exhausted(
+    budget: BudgetConfig, used: Spent, *, reserved_evaluations: int = 0, reserved_usd: float = 0.0
+) -> bool:
     """All children have been attempted, or the evaluations sent plus `reserved_evaluations` (the
-    held-out phase's) reach `max_evaluations`: no new steps, but those in flight finish."""
+    held-out phase's and the checkpoints') reach `max_evaluations`, or the money spent plus
+    `reserved_usd` (those evaluations priced, `reserve_usd`) reaches `max_usd`: no new steps,
+    but those in flight finish."""
     if (
         budget.max_evaluations is not None
         and used.evaluations + reserved_evaluations >= budget.max_evaluations
     ):
         return True
+    if budget.max_usd is not None and reserved_usd > 0 and used.usd + reserved_usd >= budget.max_usd:
+        return True
     return used.steps >= budget.max_children
+
+
+def reserve_usd(session: Session, run: Run, budget: BudgetConfig, evaluations: int) -> float:
+    """What `evaluations` kept back may cost: each at `per_evaluation_usd` (the gateway's cap on
+    one) if set, else at the run's costliest evaluation so far; 0 without `max_usd`."""
+    if budget.max_usd is None or evaluations <= 0:
+        return 0.0
+    if budget.per_evaluation_usd is not None:
+        return evaluations * budget.per_evaluation_usd
+    costliest = session.scalar(
+        select(func.coalesce(func.max(Evaluation.cost_usd), 0.0)).where(Evaluation.run_id == run.id)
+    )
+    return evaluations * float(costliest or 0.0)
 
 
 MIN_LEASE_FRACTION = 0.01
