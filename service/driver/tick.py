@@ -70,7 +70,7 @@ def drive(
     admit_agents(session, run, advance_agents(session, run, plan))
     policy.after_admission(scope)
     reserved = policy.reserved_evaluations(scope)
-    reserved_usd = budget.reserve_usd(session, run, plan.budget, reserved)
+    reserved_usd = budget.reserve_usd(session, run, plan, reserved)
     if not budget.children_exhausted(
         plan.budget, used, reserved_evaluations=reserved, reserved_usd=reserved_usd
     ):
