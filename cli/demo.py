@@ -19,6 +19,7 @@ from cli.output import fmt_best, fmt_counts, fmt_score, fmt_usd, short
 from cli.seeds import pack_agent
 from cli.stack import SEED_AGENT_DIR, Stack
 from contracts.settings import Settings
+from worker.curriculum import DEMO_HELDOUT
 
 DEMO_CONFIG: dict[str, Any] = {
     "name": "demo",
@@ -34,19 +35,38 @@ DEMO_CONFIG: dict[str, Any] = {
     },
     "parallelism": 2,
     "rng_seed": 0,
-    # The best agent is chosen on tasks no stage used: the top 2 on 3 of the other 22.
-    "evaluation": {"heldout": {"sample": 3, "top_k": 2}},
+    # The pick is made on 3 tasks no stage used, of the kinds the scripted rules teach
+    # (worker/curriculum.py): the best agent by selection lower bound at half the evaluation
+    # budget and at the end, then the top 2 by score.
+    "evaluation": {
+        "heldout": {"tasks": list(DEMO_HELDOUT), "top_k": 2},
+        "checkpoints": [0.5, 1.0],
+    },
 }
+# Each agent runs at most mini-10's 10 tasks; the pick's scorings (2 checkpoints and the held-out
+# phase's 2 agents) 3 tasks each.
+EVALUATIONS_PER_AGENT = 10
+HELDOUT_SCORINGS = 4
 SHOWN = (
     "child_created",
     "agent_admitted",
     "agent_rejected",
     "step_rejected",
+    "checkpoint_reached",
+    "checkpoint_scored",
     "heldout_started",
     "heldout_finished",
     "run_completed",
     "run_cancelled",
 )
+
+
+def demo_config(seed_id: str, max_children: int) -> dict[str, Any]:
+    """The demo's run configuration for `max_children` children: evaluations enough for every
+    agent and the pick's scorings, so that only the children bound it."""
+    evaluations = EVALUATIONS_PER_AGENT * (max_children + 1) + HELDOUT_SCORINGS * len(DEMO_HELDOUT)
+    budget = DEMO_CONFIG["budget"] | {"max_children": max_children, "max_evaluations": evaluations}
+    return DEMO_CONFIG | {"seed_agent": seed_id, "budget": budget}
 
 
 def run_demo(stack: Stack, client: ApiClient, console: Console, max_children: int) -> tuple[str, str | None]:
@@ -64,12 +84,10 @@ def run_demo(stack: Stack, client: ApiClient, console: Console, max_children: in
         data={"name": "clade-seed"},
     )
     console.print(f"seed agent imported: {seed['id']}")
-    config = DEMO_CONFIG | {"seed_agent": seed["id"]}
-    config["budget"] = DEMO_CONFIG["budget"] | {"max_children": max_children}
-    run = client.post("/api/runs", json=config)
+    run = client.post("/api/runs", json=demo_config(seed["id"], max_children))
     console.print(
         f"run {run['id']} started: {max_children} children, stages mini-5 (>= 20% to go on) then mini-10;"
-        " then the top 2 on 3 held-out tasks"
+        " its pick measured on 3 held-out tasks at half its evaluations and at the end, then the top 2"
     )
     console.print(
         f"watch it elsewhere with: clade run watch {run['id']}   (dashboard: {stack.service_url}/)",

@@ -79,6 +79,22 @@ def _heldout_finished(event: ev.HeldoutFinishedEvent) -> str:
     return f"held-out phase over: best agent {short(event.payload.best_agent_id)}"
 
 
+def _checkpoint_reached(event: ev.CheckpointReachedEvent) -> str:
+    p = event.payload
+    when = "search stopped" if p.final else f"{p.spent:.0%} of the budget spent"
+    if p.agent_id is None:
+        return f"checkpoint {p.fraction:g} ({when}): no agent admitted yet"
+    return f"checkpoint {p.fraction:g} ({when}): {short(p.agent_id)} to be scored on the held-out tasks"
+
+
+def _checkpoint_scored(event: ev.CheckpointScoredEvent) -> str:
+    p = event.payload
+    return (
+        f"checkpoint {p.fraction:g}: {short(p.agent_id)} held-out {p.resolved}/{p.total}"
+        f" [{p.low:.2f}, {p.high:.2f}]; the pick is {short(p.pick_agent_id)}"
+    )
+
+
 def _driver_error(event: ev.DriverErrorEvent) -> str:
     p = event.payload
     return f"[yellow]run driver failed ({p.failed_ticks} ticks): {escape(p.error)}[/yellow]"
@@ -115,6 +131,8 @@ RENDERERS: dict[type[ev.Envelope], Callable[[Any], str]] = {
     ev.ExperienceUpdatedEvent: _experience_updated,
     ev.HeldoutStartedEvent: _heldout_started,
     ev.HeldoutFinishedEvent: _heldout_finished,
+    ev.CheckpointReachedEvent: _checkpoint_reached,
+    ev.CheckpointScoredEvent: _checkpoint_scored,
     ev.PolicyRecordEvent: _policy_record,
     ev.DriverErrorEvent: _driver_error,
     ev.UnreadableEvent: _unreadable,

@@ -194,11 +194,24 @@ class EvaluationConfig(StrictModel):
     """How scores are measured. `trials`: each stage task is run this many times, the score
     being the fraction resolved over all of them. `reuse`: a result of identical code on the same
     task and settings is copied instead of run again, from this run (`run`, the default) or from
-    any run in the archive (`archive`), or never (`none`). `heldout`: see HeldoutConfig."""
+    any run in the archive (`archive`), or never (`none`). `heldout`: see HeldoutConfig.
+    `checkpoints`: fractions of the budget (`max_evaluations` or `max_usd`) at which the pick is
+    measured on the held-out tasks."""
 
     trials: int = Field(default=1, ge=1, le=100)
     reuse: Literal["none", "run", "archive"] = "run"
     heldout: HeldoutConfig | None = None
+    # Honest picks (docs/picks-and-cost.md): when the run's spend crosses each fraction of its
+    # budget, its best agent by selection lower bound is scored on the held-out tasks.
+    checkpoints: list[Annotated[float, Field(gt=0.0, le=1.0)]] = Field(default_factory=list, max_length=100)
+
+    @model_validator(mode="after")
+    def _checkpoints_need_heldout(self) -> EvaluationConfig:
+        if self.checkpoints and self.heldout is None:
+            raise ValueError("'checkpoints' re-score the pick on held-out tasks: give 'heldout' too")
+        if any(b <= a for a, b in zip(self.checkpoints, self.checkpoints[1:], strict=False)):
+            raise ValueError(f"'checkpoints' must rise: {self.checkpoints}")
+        return self
 
 
 class RunConfig(StrictModel):

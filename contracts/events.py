@@ -255,6 +255,9 @@ class HeldoutStarted(Payload):
 
     agents: list[str] = Field(description="The agents chosen, best first.")
     tasks: list[str] = Field(description="The held-out tasks.")
+    measured: int = Field(
+        default=0, description="Held-out evaluations the chosen agents had already (from checkpoints)."
+    )
 
 
 class HeldoutScore(Payload):
@@ -270,6 +273,33 @@ class HeldoutFinished(Payload):
 
     agents: dict[str, HeldoutScore] = Field(description="Each chosen agent's held-out score, by agent id.")
     best_agent_id: str | None = Field(description="The run's best agent now.")
+
+
+class CheckpointReached(Payload):
+    """The run's spend crossed one of its `evaluation.checkpoints` (or its search stopped before
+    it did): its best agent by selection lower bound is scored on the held-out tasks, charged to
+    the budget."""
+
+    fraction: float = Field(description="The checkpoint: a fraction of the budget.")
+    spent: float = Field(description="The fraction of the budget spent when it was reached.")
+    agent_id: str | None = Field(description="The agent scored; null if none was admitted yet.")
+    selection_low: float | None = Field(
+        description="That agent's Wilson lower bound on its selection tasks; null with no agent."
+    )
+    final: bool = Field(description="Reached because the search stopped, not by spending.")
+
+
+class CheckpointScored(Payload):
+    """A checkpoint's agent is scored on the held-out tasks; the run's pick is now the agent with
+    the highest held-out Wilson lower bound."""
+
+    fraction: float = Field(description="The checkpoint.")
+    agent_id: str = Field(description="The agent scored.")
+    resolved: int = Field(description="Its held-out evaluations resolved.")
+    total: int = Field(description="Its held-out evaluations run.")
+    low: float = Field(description="The Wilson interval's lower bound of resolved / total.")
+    high: float = Field(description="The Wilson interval's upper bound of resolved / total.")
+    pick_agent_id: str = Field(description="The run's pick now: the best held-out lower bound.")
 
 
 class PolicyRecord(Payload):
@@ -415,6 +445,16 @@ class HeldoutFinishedEvent(Envelope):
     payload: HeldoutFinished
 
 
+class CheckpointReachedEvent(Envelope):
+    kind: Literal["checkpoint_reached"]
+    payload: CheckpointReached
+
+
+class CheckpointScoredEvent(Envelope):
+    kind: Literal["checkpoint_scored"]
+    payload: CheckpointScored
+
+
 class PolicyRecordEvent(Envelope):
     kind: Literal["policy_record"]
     payload: PolicyRecord
@@ -450,6 +490,8 @@ RunEvent = Annotated[
     | ExperienceUpdatedEvent
     | HeldoutStartedEvent
     | HeldoutFinishedEvent
+    | CheckpointReachedEvent
+    | CheckpointScoredEvent
     | PolicyRecordEvent
     | DriverErrorEvent
     | UnreadableEvent,

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cli.client import ApiClient
-from cli.demo import DEMO_CONFIG
+from cli.demo import DEMO_CONFIG, demo_config
 from cli.seeds import pack_agent
 from cli.stack import SEED_AGENT_DIR, Stack, local_stack
 from contracts.settings import Settings
@@ -119,7 +119,8 @@ def soak(minutes: float, sample_s: float) -> None:
             next_sample = start + sample_s
             while time.monotonic() < end:
                 run_started = time.monotonic()
-                run = client.post("/api/runs", json=DEMO_CONFIG | {"seed_agent": seed, "rng_seed": len(runs)})
+                config = demo_config(seed, DEMO_CONFIG["budget"]["max_children"]) | {"rng_seed": len(runs)}
+                run = client.post("/api/runs", json=config)
                 while (state := client.get(f"/api/runs/{run['id']}"))["status"] == "running":
                     stack.check_alive()
                     if time.monotonic() >= next_sample:

@@ -158,6 +158,7 @@ def plan_run(config: RunConfig, *, catalog: BenchmarkSource, visibility_timeout_
     config = with_budget_defaults(config, strategy)
     time_limits = check_time_limits(config.limits, visibility_timeout_s)
     _check_epochs(config)
+    _check_checkpoints(config)
     benchmark = load_benchmark(catalog, config.benchmark)
     # Stored with every option spelled out, as its benchmark's model reads them.
     config = config.model_copy(update={"benchmark": catalog.spelled_out(config.benchmark)})
@@ -207,6 +208,16 @@ def _check_epochs(config: RunConfig) -> None:
                 " the epoch would begin after the run's last step",
             )
         previous = epoch.after_steps
+
+
+def _check_checkpoints(config: RunConfig) -> None:
+    """Checkpoints are fractions of a budget: the run needs one they can be fractions of."""
+    budget = config.budget
+    if config.evaluation.checkpoints and budget.max_evaluations is None and budget.max_usd is None:
+        raise ConfigFieldError(
+            "evaluation.checkpoints",
+            "checkpoints are fractions of the budget: give budget.max_evaluations or budget.max_usd",
+        )
 
 
 def _epochs(

@@ -143,9 +143,14 @@ def expected_resolved(curriculum: Curriculum, generation: int) -> set[str]:
     return {task for level in levels[: generation + 1] for task in level}
 
 
-# The demo's story on clade-mini's mini-10: the seed resolves 3 tasks, RULE-1 adds 3, RULE-2 adds 3.
+# The demo's held-out tasks (cli/demo.py): outside mini-10, of the kinds the rules teach. A failed
+# shipment that still removes stock is found by reading the whole function (RULE-1); division by
+# zero and a duration with no unit are boundary values (RULE-2). So a held-out pick means something.
+DEMO_HELDOUT = ["clade-mini__ledger-3", "clade-mini__calcpy-3", "clade-mini__spanlib-5"]
+# The demo's story on clade-mini's mini-10: the seed resolves 3 tasks, RULE-1 adds 3, RULE-2 adds 3;
+# on the held-out tasks, the seed none, RULE-1 one, RULE-2 all three.
 DEMO_CURRICULUM = Curriculum(
     seed=["clade-mini__textkit-1", "clade-mini__ledger-1", "clade-mini__spanlib-2"],
-    gen1=["clade-mini__spanlib-1", "clade-mini__calcpy-1", "clade-mini__ledger-2"],
-    gen2=["clade-mini__textkit-2", "clade-mini__calcpy-2", "clade-mini__textkit-3"],
+    gen1=["clade-mini__spanlib-1", "clade-mini__calcpy-1", "clade-mini__ledger-2", DEMO_HELDOUT[0]],
+    gen2=["clade-mini__textkit-2", "clade-mini__calcpy-2", "clade-mini__textkit-3", *DEMO_HELDOUT[1:]],
 )

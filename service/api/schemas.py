@@ -101,11 +101,30 @@ class EpochPublic(BaseModel):
     started: bool
 
 
+class CheckpointPublic(BaseModel):
+    """One of the run's `evaluation.checkpoints` (docs/picks-and-cost.md): the agent scored on the
+    held-out tasks when the spend crossed it, and the run's pick once that scoring was done."""
+
+    fraction: float  # of the budget
+    spent: float  # the fraction of the budget spent when it was reached
+    final: bool  # reached because the search stopped, not by spending
+    reached_at: datetime
+    agent_id: str | None  # the best agent by selection lower bound then; null if none was admitted
+    selection_low: float | None
+    scored_at: datetime | None = None  # null until its held-out evaluations are done
+    heldout_resolved: int | None = None
+    heldout_total: int | None = None
+    heldout_low: float | None = None
+    heldout_high: float | None = None
+    pick_agent_id: str | None = None  # the run's pick after it: the best held-out lower bound
+
+
 class RunDetail(RunPublic):
     config: RunConfig  # as validated when the run was created, defaults filled in
     stage_tasks: list[list[str]]  # the task ids of each stage, fixed when the run was created
     epoch: int = 0  # the utility version in force: selection sees this epoch's scores only
     epochs: list[EpochPublic] = Field(default_factory=list)  # every version, epoch 0 first
+    checkpoints: list[CheckpointPublic] = Field(default_factory=list)  # reached so far, oldest first
 
 
 class AgentPublic(BaseModel):

@@ -10,6 +10,7 @@ from sqlalchemy import BigInteger, func, literal, select, text
 from sqlalchemy.orm import Session
 
 from contracts.errors import NotFoundError
+from contracts.events import CheckpointReached, CheckpointScored, kind_of
 from contracts.scores import ScoreCounts, fraction
 from service import queries
 from service.api.schemas import (
@@ -17,6 +18,7 @@ from service.api.schemas import (
     AgentInRun,
     AgentPublic,
     Budget,
+    CheckpointPublic,
     EpochPublic,
     EpochStage,
     EvaluationDetail,
@@ -68,7 +70,42 @@ def run_detail(session: Session, *, run: Run) -> RunDetail:
         stage_tasks=[list(stage.task_ids) for stage in plan.stages],  # epoch 0's, as before epochs
         epoch=run.epoch,
         epochs=epochs,
+        checkpoints=checkpoints(session, run=run),
     )
+
+
+def checkpoints(session: Session, *, run: Run) -> list[CheckpointPublic]:
+    """The run's checkpoints reached so far, each with its scoring once done (from its events)."""
+    kinds = [kind_of(CheckpointReached), kind_of(CheckpointScored)]
+    rows = session.scalars(
+        select(Event).where(Event.run_id == run.id, Event.kind.in_(kinds)).order_by(Event.id)
+    ).all()
+    reached: dict[float, CheckpointPublic] = {}
+    for row in rows:
+        if row.kind == kind_of(CheckpointReached):
+            at = CheckpointReached.model_validate(row.payload)
+            reached[at.fraction] = CheckpointPublic(
+                fraction=at.fraction,
+                spent=at.spent,
+                final=at.final,
+                reached_at=row.created_at,
+                agent_id=at.agent_id,
+                selection_low=at.selection_low,
+            )
+            continue
+        done = CheckpointScored.model_validate(row.payload)
+        if done.fraction in reached:
+            reached[done.fraction] = reached[done.fraction].model_copy(
+                update={
+                    "scored_at": row.created_at,
+                    "heldout_resolved": done.resolved,
+                    "heldout_total": done.total,
+                    "heldout_low": done.low,
+                    "heldout_high": done.high,
+                    "pick_agent_id": done.pick_agent_id,
+                }
+            )
+    return list(reached.values())
 
 
 def _run_fields(session: Session, run: Run) -> dict[str, object]:

@@ -25,6 +25,7 @@ from contracts.config import BudgetConfig
 from contracts.jobs import Budget
 from service import leases
 from service.db.models import Evaluation, LLMUsage, Run, Step
+from service.plan import RunPlan
 from service.queries import usage_totals
 from service.runs import elapsed_seconds
 
@@ -63,15 +64,51 @@ def hard_stop(budget: BudgetConfig, used: Spent) -> str | None:
     return None
 
 
-def children_exhausted(budget: BudgetConfig, used: Spent, *, reserved_evaluations: int = 0) -> bool:
+def children_exhausted(
+    budget: BudgetConfig, used: Spent, *, reserved_evaluations: int = 0, reserved_usd: float = 0.0
+) -> bool:
     """All children have been attempted, or the evaluations sent plus `reserved_evaluations` (the
-    held-out phase's) reach `max_evaluations`: no new steps, but those in flight finish."""
+    held-out phase's and the checkpoints') reach `max_evaluations`, or the money spent plus
+    `reserved_usd` (those evaluations priced, `reserve_usd`) reaches `max_usd`: no new steps,
+    but those in flight finish."""
     if (
         budget.max_evaluations is not None
         and used.evaluations + reserved_evaluations >= budget.max_evaluations
     ):
         return True
+    if budget.max_usd is not None and reserved_usd > 0 and used.usd + reserved_usd >= budget.max_usd:
+        return True
     return used.steps >= budget.max_children
+
+
+def reserve_usd(session: Session, run: Run, plan: RunPlan, evaluations: int) -> float:
+    """What `evaluations` kept back may cost, plus what the steps a stop leaves in flight may still
+    spend (each slot: an improve job and its child's first stage), so that the work kept back is
+    paid for when the steps stop. An evaluation is priced at `per_evaluation_usd` (the gateway's
+    cap on one) if set, else at the run's costliest so far; a step at its costliest improve job.
+    0 without `max_usd` or with nothing kept back."""
+    limits = plan.budget
+    if limits.max_usd is None or evaluations <= 0:
+        return 0.0
+    if limits.per_evaluation_usd is not None:
+        per_evaluation = limits.per_evaluation_usd
+    else:
+        per_evaluation = float(
+            session.scalar(
+                select(func.coalesce(func.max(Evaluation.cost_usd), 0.0)).where(Evaluation.run_id == run.id)
+            )
+            or 0.0
+        )
+    per_step = (
+        select(func.sum(LLMUsage.cost_usd).label("usd"))
+        .where(LLMUsage.run_id == run.id, LLMUsage.step_id.is_not(None))
+        .group_by(LLMUsage.step_id)
+        .subquery()
+    )
+    per_improve = session.scalar(select(func.coalesce(func.max(per_step.c.usd), 0.0)))
+    first_stage = len(plan.stages[0].task_ids) * plan.trials
+    in_flight = plan.parallelism * (first_stage * per_evaluation + float(per_improve or 0.0))
+    return evaluations * per_evaluation + in_flight
 
 
 MIN_LEASE_FRACTION = 0.01

@@ -36,8 +36,7 @@ class HeldOut(PolicyDefaults):
         self.session, self.run, self.plan = session, run, plan
 
     def reserved_evaluations(self, scope: RunScope) -> int:
-        if self.plan.budget.max_evaluations is None:
-            return 0
+        # Kept back from max_evaluations, and priced into a reserve of max_usd (budget.reserve_usd).
         return reserve(self.session, self.run, self.plan)
 
     def may_complete(self, scope: RunScope) -> bool:
@@ -46,17 +45,70 @@ class HeldOut(PolicyDefaults):
 
 def reserve(session: Session, run: Run, plan: RunPlan) -> int:
     """Held-out evaluations the run will still create: kept out of `budget.max_evaluations`, so
-    the steps stop in time for the held-out phase to be paid for."""
+    the steps stop in time for the held-out phase to be paid for. Before the phase starts that
+    is its whole cost; after, what its chosen agents still lack (a checkpoint may have scored
+    some of them already: `service.driver.checkpoints`)."""
     heldout = plan.heldout
     if heldout is None or heldout.tasks is None:
         return 0
-    planned = heldout.top_k * len(heldout.tasks) * plan.trials
-    created = session.scalar(
-        select(func.count())
-        .select_from(Evaluation)
-        .where(Evaluation.run_id == run.id, Evaluation.purpose == HELDOUT)
+    per_agent = len(heldout.tasks) * plan.trials
+    started = _event(session, run, STARTED)
+    if started is None:
+        return heldout.top_k * per_agent
+    chosen = list(started.payload["agents"])
+    # What the phase created since it started moves from kept back to spent; what checkpoints
+    # had measured before stays kept back, so spent plus kept back never falls (a stopped search
+    # does not start again while the phase runs).
+    created = _created(session, run, chosen) - int(started.payload.get("measured", 0))
+    return max(0, heldout.top_k * per_agent - created)
+
+
+def _created(session: Session, run: Run, agents: list[str]) -> int:
+    return (
+        session.scalar(
+            select(func.count())
+            .select_from(Evaluation)
+            .where(
+                Evaluation.run_id == run.id, Evaluation.purpose == HELDOUT, Evaluation.agent_id.in_(agents)
+            )
+        )
+        or 0
     )
-    return max(0, planned - (created or 0))
+
+
+def scored(session: Session, run: Run, plan: RunPlan, agent_id: str) -> tuple[int, int] | None:
+    """The agent's (resolved, total) on the held-out tasks once every one is done; until then,
+    None, its missing evaluations created for the driver to send (each task `trials` times)."""
+    heldout = plan.heldout
+    assert heldout is not None and heldout.tasks is not None
+    member = session.get(RunAgent, (run.id, agent_id))
+    assert member is not None
+    slots = [(task, trial) for task in heldout.tasks for trial in range(plan.trials)]
+    existing = {
+        (e.task_id, e.trial): e
+        for e in session.scalars(
+            select(Evaluation).where(
+                Evaluation.run_id == run.id,
+                Evaluation.agent_id == agent_id,
+                Evaluation.purpose == HELDOUT,
+            )
+        )
+    }
+    missing = [slot for slot in slots if slot not in existing]
+    if missing:
+        stage = len(plan.stages)  # after the last stage: held-out evaluations belong to none
+        existing |= create_evaluations(session, run, plan, member, missing, stage=stage, purpose=HELDOUT)
+    if all(slot in existing and existing[slot].status == EvaluationStatus.DONE for slot in slots):
+        return sum(1 for slot in slots if existing[slot].resolved), len(slots)
+    return None
+
+
+def record_score(session: Session, run: Run, agent_id: str, counts: tuple[int, int]) -> None:
+    """The agent's held-out result on its row, where the API and the pick read it."""
+    member = session.get(RunAgent, (run.id, agent_id))
+    assert member is not None
+    member.heldout_resolved, member.heldout_total = counts
+    session.flush()
 
 
 def finished(session: Session, run: Run, plan: RunPlan) -> bool:
@@ -67,38 +119,21 @@ def finished(session: Session, run: Run, plan: RunPlan) -> bool:
     started = _event(session, run, STARTED)
     if started is None:
         chosen = _top(session, run, heldout.top_k)
-        events.emit(session, HeldoutStarted(agents=chosen, tasks=list(heldout.tasks)), run_id=run.id)
+        measured = _created(session, run, chosen)
+        started_now = HeldoutStarted(agents=chosen, tasks=list(heldout.tasks), measured=measured)
+        events.emit(session, started_now, run_id=run.id)
         session.flush()
     else:
         chosen = list(started.payload["agents"])
-    slots = [(task, trial) for task in heldout.tasks for trial in range(plan.trials)]
     counts: dict[str, tuple[int, int]] = {}
     for agent_id in chosen:
-        member = session.get(RunAgent, (run.id, agent_id))
-        assert member is not None
-        existing = {
-            (e.task_id, e.trial): e
-            for e in session.scalars(
-                select(Evaluation).where(
-                    Evaluation.run_id == run.id,
-                    Evaluation.agent_id == agent_id,
-                    Evaluation.purpose == HELDOUT,
-                )
-            )
-        }
-        missing = [slot for slot in slots if slot not in existing]
-        if missing:
-            stage = len(plan.stages)  # after the last stage: held-out evaluations belong to none
-            existing |= create_evaluations(session, run, plan, member, missing, stage=stage, purpose=HELDOUT)
-        if all(slot in existing and existing[slot].status == EvaluationStatus.DONE for slot in slots):
-            counts[agent_id] = (sum(1 for slot in slots if existing[slot].resolved), len(slots))
+        result = scored(session, run, plan, agent_id)
+        if result is not None:
+            counts[agent_id] = result
     if len(counts) < len(chosen):
         return False
-    for agent_id, (resolved, total) in counts.items():
-        member = session.get(RunAgent, (run.id, agent_id))
-        assert member is not None
-        member.heldout_resolved, member.heldout_total = resolved, total
-    session.flush()
+    for agent_id, result in counts.items():
+        record_score(session, run, agent_id, result)
     best = next(iter(top_agents(session, run_id=run.id, k=1)), None)
     agents = {
         agent_id: HeldoutScore(resolved=resolved, total=total, low=round(wilson(resolved, total)[0], 4))

@@ -9,9 +9,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from contracts.vocabulary import EvaluationPurpose
 from service import events, experience
 from service.db.models import Evaluation, Run, RunAgent, Step
 from service.lifecycle import STEP_IN_FLIGHT, EvaluationStatus, MemberStatus
+from service.selection.costs import CostModel, CostSample
 from service.selection.ledger import EvaluationView, MemberView, StepView
 
 
@@ -113,6 +115,35 @@ class DatabaseLedger:
     def experience(self) -> str | None:
         latest = experience.latest_version(self.session, run_id=self.run.id)
         return None if latest is None else latest.text
+
+    def costs(self) -> CostModel:
+        rows = self.session.execute(
+            select(
+                Evaluation.agent_id,
+                Evaluation.task_id,
+                Evaluation.cost_usd,
+                Evaluation.prompt_tokens + Evaluation.completion_tokens,
+                Evaluation.dispatched_at,
+                Evaluation.finished_at,
+            ).where(
+                Evaluation.run_id == self.run.id,
+                Evaluation.status == EvaluationStatus.DONE,
+                Evaluation.purpose != EvaluationPurpose.HELDOUT,
+                Evaluation.reused_from.is_(None),  # a copy cost nothing
+                Evaluation.dispatched_at.is_not(None),
+                Evaluation.finished_at.is_not(None),
+            )
+        )
+        return CostModel(
+            CostSample(
+                agent_id=agent_id,
+                task_id=task_id,
+                usd=float(usd or 0.0),
+                tokens=float(tokens or 0),
+                seconds=0.0 if sent is None or done is None else max(0.0, (done - sent).total_seconds()),
+            )
+            for agent_id, task_id, usd, tokens, sent, done in rows
+        )
 
     def _member(self, agent_id: str) -> RunAgent:
         member = self.session.get(RunAgent, (self.run.id, agent_id))

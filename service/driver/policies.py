@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from service.archive.store import Archive
 from service.db.models import Run
+from service.driver.checkpoints import Checkpoints
 from service.driver.crossover import Crossover
 from service.driver.epochs import Epochs
 from service.driver.heldout import HeldOut
@@ -23,6 +24,7 @@ def run_policy(session: Session, run: Run, plan: RunPlan, archive: Archive | Non
     """The hooks of the run, in the order the tick asks them."""
     features = [
         Epochs(session, run, plan),
+        Checkpoints(session, run, plan),  # before the held-out phase: its pick is scored first
         HeldOut(session, run, plan),
         Crossover(session, run, plan, archive),
     ]

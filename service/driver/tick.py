@@ -71,7 +71,10 @@ def drive(
     rescore_measured(session, run)
     policy.after_admission(scope)
     reserved = policy.reserved_evaluations(scope)
-    if not budget.children_exhausted(plan.budget, used, reserved_evaluations=reserved):
+    reserved_usd = budget.reserve_usd(session, run, plan, reserved)
+    if not budget.children_exhausted(
+        plan.budget, used, reserved_evaluations=reserved, reserved_usd=reserved_usd
+    ):
         parents = select_parents(session, run, plan, used, policy, scope, reserved=reserved)
         open_steps(session, run, parents, improver_mode=plan.improver.mode)
         policy.after_opening(scope)
@@ -161,9 +164,16 @@ def open_steps(session: Session, run: Run, parents: list[str], *, improver_mode:
 
 def _completion_reason(plan: RunPlan, used: budget.Spent, reserved: int) -> str:
     limit = plan.budget.max_evaluations
-    if limit is not None and used.steps < plan.budget.max_children and plan.budget.max_children > 0:
+    stopped_early = used.steps < plan.budget.max_children and plan.budget.max_children > 0
+    if limit is not None and stopped_early:
         held = f", {reserved} kept for the held-out phase" if reserved else ""
         return f"budget: max_evaluations reached ({used.evaluations} of {limit}{held})"
+    if plan.budget.max_usd is not None and stopped_early:
+        # Only a reserve for held-out scoring stops the steps of a dollar budget before it is spent.
+        return (
+            f"budget: max_usd reached (${used.usd:.4f} of ${plan.budget.max_usd:.4f},"
+            " the rest kept for held-out scoring)"
+        )
     if plan.budget.max_children == 0:
         return "evaluation finished (an evaluation-only run)"
     return f"budget: max_children reached ({plan.budget.max_children})"

@@ -6,6 +6,8 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from service.selection.costs import Cost
+
 
 class Candidate(BaseModel):
     """One archived agent that may be chosen as a parent in a run.
@@ -15,8 +17,10 @@ class Candidate(BaseModel):
     `clade_resolved` / `clade_attempted` pool the evaluations of the agent and
     all its descendants (used by `hgm`). `island` is the agent's home island (None:
     every island, as the seed) and `migrated_to` the islands it migrated to (`islands`);
-    `niche` its behaviour descriptor (`map_elites`). Strategies that ignore them
-    leave them at their defaults.
+    `niche` its behaviour descriptor (`map_elites`). `expected_cost` is what evaluating a
+    child of it on the run's first stage is expected to cost (`service.selection.costs`), set by
+    a strategy that weighs cost (`score_child_prop` with `cost_weight`) in its `prepare_draw`.
+    Strategies that ignore them leave them at their defaults.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -29,6 +33,7 @@ class Candidate(BaseModel):
     island: int | None = Field(default=None, ge=0)
     migrated_to: tuple[int, ...] = ()
     niche: str | None = None
+    expected_cost: Cost | None = None
 
     @model_validator(mode="after")
     def _resolved_within_attempted(self) -> Self:

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from service.selection.costs import CostModel
+
 
 @dataclass(frozen=True)
 class MemberView:
@@ -101,4 +103,9 @@ class RunLedger(Protocol):
 
     def experience(self) -> str | None:
         """The latest experience pool's text; None before any version."""
+        ...
+
+    def costs(self) -> CostModel:
+        """What an evaluation of each agent on each task is expected to cost, from the run's
+        finished selection evaluations (`service.selection.costs`)."""
         ...

@@ -80,6 +80,12 @@ def test_demo_serves_until_ctrl_c_and_its_last_commands_work(base_image: str, tm
         url = served.group(1)
         commands = [output.next_line(time.monotonic() + 30).strip() for _ in range(2)]
         assert "the archive" in "\n".join(output.seen)  # the summary came first
+        # The held-out tasks are of the kinds the scripted rules teach: the pick scores above 0 there.
+        summary = "\n".join(output.seen)  # the line may wrap at 100 columns
+        heldout = re.search(
+            r"best agent [0-9a-f]{40}:\s+score .*?held-out\s+(\d\.\d\d)\s", summary, re.DOTALL
+        )
+        assert heldout and float(heldout.group(1)) > 0, summary[-2000:]
 
         # Still serving: the API answers, and the commands run from a terminal that has no CLADE_* settings.
         assert httpx.get(f"{url}/api/health", timeout=10).status_code == 200

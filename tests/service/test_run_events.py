@@ -59,6 +59,10 @@ SAMPLES: list[ev.Payload] = [
     ev.ExperienceUpdated(run_id="r", version=1, finished_steps=0, entries=[], left_out=0, text=""),
     ev.HeldoutStarted(agents=[SHA], tasks=["t9"]),
     ev.HeldoutFinished(agents={SHA: ev.HeldoutScore(resolved=1, total=2, low=0.0945)}, best_agent_id=SHA),
+    ev.CheckpointReached(fraction=0.5, spent=0.52, agent_id=SHA, selection_low=0.3, final=False),
+    ev.CheckpointScored(
+        fraction=0.5, agent_id=SHA, resolved=2, total=3, low=0.2077, high=0.9385, pick_agent_id=SHA
+    ),
     ev.PolicyRecord(name="ledger_admitted", data={"agent_id": SHA, "step": 1}),
     ev.DriverError(scope="run", error="OperationalError: /var/lib/secret", since=SINCE, failed_ticks=2),
 ]

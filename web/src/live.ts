@@ -72,6 +72,8 @@ export const ON_EVENT = {
   experience_updated: "none",
   heldout_started: "none",
   heldout_finished: "none",
+  checkpoint_reached: "none",
+  checkpoint_scored: "redraw",
   policy_record: "none",
   driver_error: "none",
   unreadable: "redraw",
