@@ -244,3 +244,56 @@ def test_file_broker_gives_a_killed_workers_job_to_the_restarted_one(
         assert [e.dispatches for e in evaluations] == [1, 1]  # the seed's and the child's
         assert "step " in (cluster.root / "worker-broker-2.log").read_text()
         assert_exactly_once(cluster, run_id)
+
+
+# Racing (docs/racing.md) one task at a time on [B, A] at 0.5: the seed resolves A only, so it
+# needs both tasks (stage_complete); a child of it resolves B as well, which makes 1 of 2 a
+# certain pass after its first task (clearly_passes).
+RACING = {
+    "stages": [{"tasks": [B, A], "threshold": 0.5}],
+    "evaluation": {"policy": "racing", "racing": {"batch": 1}},
+}
+
+
+def assert_stops_recorded_once(cluster: ChaosCluster, run_id: str) -> None:
+    """One stage_stopped event per agent and stage, matching its row; some child stopped early."""
+    engine = create_engine(cluster.database_url)
+    try:
+        with Session(engine) as session:
+            events = session.scalars(
+                select(Event).where(Event.run_id == run_id, Event.kind == "stage_stopped")
+            ).all()
+            members = session.scalars(select(RunAgent).where(RunAgent.run_id == run_id)).all()
+            scores = session.scalars(select(StageScore).where(StageScore.run_id == run_id)).all()
+    finally:
+        engine.dispose()
+    keys = Counter((e.payload["agent_id"], e.payload["stage"], e.payload["epoch"]) for e in events)
+    assert keys and all(count == 1 for count in keys.values()), keys
+    scored = {(s.agent_id, s.stage, s.epoch): s.stop for s in scores}
+    assert {key: scored.get(key) for key in keys} == {
+        (e.payload["agent_id"], e.payload["stage"], e.payload["epoch"]): e.payload["reason"] for e in events
+    }
+    evaluated = [m for m in members if m.attempted]
+    assert evaluated and all(m.race_stop is not None for m in evaluated), [
+        (m.agent_id, m.race_stop) for m in members
+    ]
+    assert any(e.payload["tasks"] < e.payload["stage_tasks"] for e in events), [e.payload for e in events]
+
+
+@pytest.mark.parametrize("parallelism", [1, 4])
+def test_racing_under_chaos_ends_consistent(
+    tmp_path: Path, base_image: str, docker_client: Any, parallelism: int
+) -> None:
+    rng = random.Random(CHAOS_SEED + 10 + parallelism)
+    plan = disruptions(rng, WORKER, WORKER_KILLS)
+    with chaos_cluster(
+        tmp_path / "chaos", CURRICULUM, visibility_timeout_s=VISIBILITY_S, redispatch_margin_s=MARGIN_S
+    ) as cluster:
+        cluster.start_worker(WORKER)
+        run_id = cluster.start_run(run_config(parallelism, children=2 if parallelism == 1 else 4) | RACING)
+        status, done = drive_with_chaos(cluster, run_id, plan, rng=rng, mean_gap_s=3.0, timeout_s=900)
+        assert status == "completed", cluster.logs()
+        assert done == plan, f"the run ended after only {done}"
+        assert_exactly_once(cluster, run_id)
+        assert_stops_recorded_once(cluster, run_id)
+        assert_consistent_and_clean(cluster, docker_client)

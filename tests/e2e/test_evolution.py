@@ -173,3 +173,40 @@ def test_worker_killed_mid_task_completes_the_step_once(cluster_factory: Callabl
     # data dir, and its own disks go when its jobs end.
     work = cluster.worker_data_dir("crash") / "work"
     wait_for(lambda: not mounts_under(work), 60, f"no disk mounted under {work}", cluster)
+
+
+def test_racing_stops_each_agent_as_the_script_dictates(cluster_factory: Callable[..., Cluster]) -> None:
+    # One stage of six tasks at 0.5, raced two at a time (docs/racing.md). The seed resolves A
+    # only: 1/2 and 1/4 leave 0.5 within reach, so it gets all six (stage_complete, failed; the
+    # seed is admitted anyway). Its child resolves A, B, D: after 4 tasks 3 of 6 reach 0.5 for
+    # certain (clearly_passes); the grandchild resolves A-E: the same after 4.
+    cluster = cluster_factory(CURRICULUM)
+    cluster.start_worker("e2e")
+    seed, run_id = start_run(
+        cluster,
+        stages=[{"tasks": [A, B, C, D, E, F], "threshold": 0.5}],
+        evaluation={"policy": "racing", "racing": {"batch": 2}},
+    )
+    wait_for(lambda: run_state(cluster, run_id)["status"] == "completed", 900, "the run to complete", cluster)
+    with cluster.service.anonymous as reader:
+        nodes = {n["step"]: n for n in reader.get(f"/api/runs/{run_id}/lineage").json()["nodes"]}
+        agents = {a["id"]: a for a in reader.get(f"/api/runs/{run_id}/agents").json()["items"]}
+        details = {n["id"]: reader.get(f"/api/agents/{n['id']}").json()["runs"][0] for n in nodes.values()}
+        events = reader.get(f"/api/runs/{run_id}/events", params={"limit": 1000}).json()
+    assert sorted(nodes) == [0, 1, 2, 3] and nodes[0]["id"] == seed
+    raced = [(nodes[i]["attempted"], nodes[i]["race_stop"], nodes[i]["status"]) for i in range(4)]
+    assert raced == [
+        (6, "stage_complete", "admitted"),
+        (4, "clearly_passes", "admitted"),
+        (4, "clearly_passes", "admitted"),
+        (None, None, "rejected"),  # broke its own code: never evaluated
+    ]
+    assert [agents[nodes[i]["id"]]["race_stop"] for i in range(3)] == [n[1] for n in raced[:3]]
+    assert [len(details[nodes[i]["id"]]["evaluations"]) for i in range(4)] == [6, 4, 4, 0]
+    assert [(s["total"], s["passed"], s["stop"]) for s in details[nodes[1]["id"]]["stages"]] == [
+        (4, True, "clearly_passes")
+    ]
+    stops = [
+        (e["payload"]["agent_id"], e["payload"]["tasks"]) for e in events if e["kind"] == "stage_stopped"
+    ]
+    assert stops == [(nodes[0]["id"], 6), (nodes[1]["id"], 4), (nodes[2]["id"], 4)]

@@ -76,6 +76,7 @@ def test_a_sample_is_the_same_for_the_same_seed(catalog: BenchmarkCatalog) -> No
         ({"stages": [{"tasks": [T[0], "clade-mini__nope-1"]}]}, "stages.0.tasks"),
         ({"stages": [{"subset": "all"}, {"subset": "mini-500"}]}, "stages.1.subset"),
         ({"selection": {"strategy": "roulette"}}, "selection.strategy"),
+        ({"evaluation": {"policy": "bandit"}}, "evaluation.policy"),
         ({"selection": {"strategy": "hgm", "params": {"alpah": 2}}}, "selection.params.alpah"),
         ({"selection": {"strategy": "score_child_prop", "params": {"m": 3}}}, "selection.params.m"),
         ({"limits": {"solve_timeout_s": 7200}}, "limits"),

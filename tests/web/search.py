@@ -33,13 +33,14 @@ class Row:
     second_parent: str | None = None
     same_as: str | None = None
     meta_changed: bool | None = None
+    race_stop: str | None = None  # the racing evaluation policy's stop
 
 
 # f has the best selection score; d the best held-out lower bound, so d is the one to ship.
 ROWS = [
     Row("seed", None, 3, 5, epoch=0, island=0),
     Row("a", "seed", 4, 5, epoch=0, island=0, group="g1", heldout=(6, 10)),
-    Row("c", "seed", 2, 5, epoch=0, island=1, group="g1"),
+    Row("c", "seed", 2, 5, epoch=0, island=1, group="g1", race_stop="cannot_beat_parent"),
     Row("d", "a", 4, 5, epoch=1, island=1, group="g2", heldout=(9, 10), second_parent="c", meta_changed=True),
     Row("e", "a", 4, 5, epoch=1, island=0, group="g2", same_as="d"),
     Row("f", "d", 11, 12, epoch=1, island=1, niche="parsing", heldout=(6, 10)),
@@ -96,6 +97,7 @@ def build(archive: Recorded) -> SearchRun:
                 "second_parent_id": ids[row.second_parent] if row.second_parent else None,
                 "same_as": ids[row.same_as] if row.same_as else None,
                 "meta_changed": row.meta_changed,
+                "race_stop": row.race_stop,
             }
         )
     with archive.session() as session:

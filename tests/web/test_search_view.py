@@ -67,6 +67,8 @@ def test_run_page_shows_search_data(page: Page, search_run: SearchRun) -> None:
     expect(tooltip).to_contain_text("changed its own improvement procedure")
     page.locator(f"{NODES}[data-id='{ids['e']}']").hover()
     expect(tooltip).to_contain_text(f"same code as {ids['d'][:12]}, results reused")
+    page.locator(f"{NODES}[data-id='{ids['c']}']").hover()
+    expect(tooltip).to_contain_text("Racestopped: cannot beat its parent, 5 evaluations")
 
     # Colour by island: one colour per island, named in the legend.
     page.select_option("#tree-color", "island")
@@ -105,6 +107,8 @@ def test_agent_page_shows_interval_heldout_and_relations(page: Page, search_run:
     expect(page.locator("[data-role=meta-changed]")).to_be_visible()
     page.goto(f"/agents/{ids['e']}?run={search_run.run_id}")
     expect(page.locator("[data-role=same-as]")).to_have_text(f"same code as {ids['d'][:12]}, results reused")
+    page.goto(f"/agents/{ids['c']}?run={search_run.run_id}")
+    expect(page.locator("[data-role=race]")).to_have_text("stopped: cannot beat its parent, 5 evaluations")
 
 
 def test_growing_tree_stays_in_view_until_the_user_pans(page: Page, archive: Recorded) -> None:

@@ -111,7 +111,7 @@ function stagesTable(member: AgentInRun): HTMLElement {
             h("th", { scope: "row" }, String(s.stage + 1)),
             h("td", null, `${s.resolved} / ${s.total} (${fmt.percent(s.resolved / Math.max(1, s.total))})`),
             h("td", null, fmt.percent(s.threshold)),
-            h("td", null, s.passed ? "yes" : "no"),
+            h("td", null, s.passed ? "yes" : "no", s.stop ? ` (${s.stop.replaceAll("_", " ")})` : ""),
           ),
         ),
       ),
