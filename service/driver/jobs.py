@@ -95,6 +95,7 @@ def improve_job(
 ) -> ImproveJob:
     """The job that makes `step`'s child; `parts` are what the run's policies add to it."""
     hyper = step.kind == StepKind.HYPER
+    improve = plan.models.chain("improve")
     return ImproveJob(
         run_id=run.id,
         limits=plan.limits,
@@ -103,8 +104,10 @@ def improve_job(
         step_id=step.id,
         parent_id=step.parent_id,
         improver_id=plan.improver_for(step.parent_id),
-        diagnose_model=plan.models.diagnose,
-        improve_model=plan.models.improve,
+        diagnose_model=plan.models.primary("diagnose"),
+        diagnose_fallbacks=list(plan.models.chain("diagnose")[1:]),
+        improve_model=improve[0],
+        improve_fallbacks=list(improve[1:]),
         benchmark=plan.benchmark,
         failure=None
         if hyper
@@ -124,7 +127,8 @@ def evaluate_job(run: Run, plan: RunPlan, evaluation: Evaluation, lease: Budget)
         evaluation_id=evaluation.id,
         agent_id=evaluation.agent_id,
         task_id=evaluation.task_id,
-        solve_model=plan.models.solve,
+        solve_model=plan.models.primary("solve"),
+        solve_fallbacks=list(plan.models.chain("solve")[1:]),
         benchmark=plan.benchmark,
         judge=plan.epoch(evaluation.epoch).judge,
     )
