@@ -11,8 +11,10 @@ from rich.table import Table
 from cli.client import CliError
 from cli.context import CliContext
 from cli.output import fmt_counts, fmt_interval, fmt_usd, reported_errors, short
+from cli.transfer import transfer
 
 app = typer.Typer(no_args_is_help=True)
+app.command("transfer")(transfer)
 
 FORMATS = {"tar.gz": "export", "bundle": "bundle", "patches": "patches", "code": "code"}
 

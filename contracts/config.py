@@ -94,10 +94,53 @@ class CrossoverConfig(StrictModel):
     on_conflict: Literal["reject", "improver"] = "reject"
 
 
+ModelName = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^\S+$")]
+# One model, or several in fallback order: the first is the primary, the next is tried when a call
+# to one is refused as unavailable (docs/models.md says which errors fall back).
+ModelChoice = ModelName | Annotated[list[ModelName], Field(min_length=1, max_length=10)]
+MODEL_PURPOSES = ("solve", "diagnose", "improve", "judge")
+DEFAULT_MODEL = "scripted"
+
+
+def model_chain(choice: ModelChoice) -> tuple[str, ...]:
+    """The names of a model choice in fallback order, each once."""
+    names = [choice] if isinstance(choice, str) else choice
+    return tuple(dict.fromkeys(names))
+
+
 class ModelsConfig(StrictModel):
-    improve: str = "scripted"
-    diagnose: str = "scripted"
-    solve: str = "scripted"
+    """The model of each purpose: a name, or a list of names in fallback order (docs/models.md).
+
+    `improve_choice: bandit` picks each step's improve model among `improve`'s names by their
+    score gain per dollar so far (service/selection/model_bandit.py), the others following it
+    as fallbacks; `first` always starts with the first name. `judge` is the judge's model when
+    a utility's `judge` names none (JudgeConfig.model wins when given)."""
+
+    improve: ModelChoice = DEFAULT_MODEL
+    diagnose: ModelChoice = DEFAULT_MODEL
+    solve: ModelChoice = DEFAULT_MODEL
+    judge: ModelChoice = DEFAULT_MODEL
+    improve_choice: Literal["first", "bandit"] = "first"
+
+    def chain(self, purpose: str) -> tuple[str, ...]:
+        """The purpose's models in fallback order (`purpose` one of MODEL_PURPOSES)."""
+        if purpose not in MODEL_PURPOSES:
+            raise ValueError(f"no model purpose {purpose!r}")
+        choice: ModelChoice = getattr(self, purpose)
+        return model_chain(choice)
+
+    def primary(self, purpose: str) -> str:
+        return self.chain(purpose)[0]
+
+    def names(self) -> tuple[str, ...]:
+        """Every model the run may call, each once."""
+        return tuple(dict.fromkeys(name for purpose in MODEL_PURPOSES for name in self.chain(purpose)))
+
+    @model_validator(mode="after")
+    def _bandit_needs_arms(self) -> ModelsConfig:
+        if self.improve_choice == "bandit" and len(self.chain("improve")) < 2:
+            raise ValueError("improve_choice 'bandit' chooses among several models: give 'improve' a list")
+        return self
 
 
 class BudgetConfig(StrictModel):
@@ -141,7 +184,8 @@ class JudgeConfig(StrictModel):
     The judge's calls are metered through the gateway as purpose "judge", within the job's lease.
     """
 
-    model: str = Field(default="scripted", min_length=1, max_length=200)
+    # None: the run's `models.judge`. A name or a list (fallback order) replaces it for this judge.
+    model: ModelChoice | None = None
     rubric: str = Field(min_length=1, max_length=20_000)
     threshold: float = Field(default=0.5, ge=0.0, le=1.0)
     mode: Literal["tests_and_judge", "judge_only"] = "tests_and_judge"

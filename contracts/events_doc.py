@@ -15,7 +15,7 @@ import sys
 import types
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, JsonValue
 
@@ -101,6 +101,8 @@ def _type(annotation: Any) -> str:
     if annotation is JsonValue:
         return "any JSON value"
     origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:  # a constrained type (a model name): described as its base type
+        return _type(args[0])
     if origin is Literal:
         return " or ".join(f"`{value}`" for value in args)
     if origin in (Union, types.UnionType):

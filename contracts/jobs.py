@@ -101,7 +101,10 @@ class ImproveJob(Job):
     parent_id: str
     improver_id: str  # the parent itself in mode `self`, the fixed agent in mode `fixed`
     diagnose_model: str
-    improve_model: str
+    improve_model: str  # the step's choice (models.improve_choice): the first name, or the bandit's
+    # Tried in order when a call to the model before is refused as unavailable (docs/models.md).
+    diagnose_fallbacks: list[str] = Field(default_factory=list)
+    improve_fallbacks: list[str] = Field(default_factory=list)
     benchmark: BenchmarkConfig  # for the failed task's statement
     failure: FailedEvaluation | None  # None: the parent resolved every task it was evaluated on
     crossover: CrossoverPart | None = None  # a conflicting crossover: resolve it, no diagnosis
@@ -119,6 +122,7 @@ class EvaluateJob(Job):
     agent_id: str
     task_id: str
     solve_model: str
+    solve_fallbacks: list[str] = Field(default_factory=list)  # as ImproveJob's
     benchmark: BenchmarkConfig
     # The utility's judge, when the evaluation's epoch has one: it grades after the tests.
     judge: JudgeConfig | None = None

@@ -248,12 +248,17 @@ def _epochs(
                 number=index,
                 after_steps=epoch.after_steps,
                 stages=its_stages if its_stages is not None else last.stages,
-                judge=epoch.judge if epoch.judge is not None else last.judge,
+                judge=_with_model(epoch.judge, config.models) if epoch.judge is not None else last.judge,
                 rescore_top_k=epoch.rescore_top_k,
                 own_stages=its_stages is not None,
             )
         )
     return tuple(epochs)
+
+
+def _with_model(judge: JudgeConfig, models: ModelsConfig) -> JudgeConfig:
+    """The judge with its model spelled out: its own, else the run's `models.judge`."""
+    return judge if judge.model is not None else judge.model_copy(update={"model": models.judge})
 
 
 def check_time_limits(limits: LimitsConfig, visibility_timeout_s: int) -> TimeLimits:

@@ -70,6 +70,7 @@ class AgentRun:
     runtime: Path  # host folder of the agent runtime, mounted read-only at RUNTIME_DIR
     tools_path: list[str] = field(default_factory=list)  # folders first on PATH for the task
     labels: dict[str, str] = field(default_factory=dict)
+    fallbacks: list[str] = field(default_factory=list)  # models tried after `model` (llm/fallback.py)
     # Hyper steps run the agent's `improve` command instead of `solve`, with more files next to the
     # statement (named to it in `env`) and a note of what it did read back from its output folder.
     command: str | None = None  # None: the manifest's `solve`
@@ -109,7 +110,11 @@ def run_agent(ctx: WorkerContext, run: AgentRun) -> AgentOutcome:
         ws.hand_over()
         gateway = LLMGateway(
             GatewayConfig(
-                socket_path=ws.llm / "gateway.sock", purpose=run.purpose, model=run.model, budget=run.budget
+                socket_path=ws.llm / "gateway.sock",
+                purpose=run.purpose,
+                model=run.model,
+                fallbacks=run.fallbacks,
+                budget=run.budget,
             ),
             ctx.upstream,
             ctx.prices,

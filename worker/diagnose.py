@@ -12,6 +12,7 @@ from benchmarks.base import find_task
 from contracts.jobs import FailedEvaluation, ImproveJob
 from worker.context import WorkerContext
 from worker.llm import LLMCall
+from worker.llm.fallback import FallbackChat
 from worker.llm.metering import MeteredChat
 
 PROMPTS = Path(__file__).parent / "prompts"
@@ -55,13 +56,16 @@ def diagnose(ctx: WorkerContext, job: ImproveJob, parent_code: bytes) -> Diagnos
         log=failure.agent_log_tail or "(empty)",
         files=_file_list(parent_code),
     )
-    chat = MeteredChat(
-        ctx.upstream,
-        ctx.prices,
-        purpose="diagnose",
-        budget=job.budget,
-        pinned_model=job.diagnose_model,
-        secrets=ctx.secrets,
+    chat = FallbackChat(
+        MeteredChat(
+            ctx.upstream,
+            ctx.prices,
+            purpose="diagnose",
+            budget=job.budget,
+            pinned_model=job.diagnose_model,
+            secrets=ctx.secrets,
+        ),
+        [job.diagnose_model, *job.diagnose_fallbacks],
     )
     reply = chat.complete(
         {

@@ -70,6 +70,7 @@ def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
                 prepare_repo=lambda dest: benchmark.prepare_repo(task, dest),
                 repo_path=task.repo_path,
                 model=job.solve_model,
+                fallbacks=job.solve_fallbacks,
                 purpose="solve",
                 timeout_s=job.limits.solve_timeout_s,
                 limits=job.limits,

@@ -71,6 +71,7 @@ def hyper_run(
         prepare_repo=prepare,
         repo_path=REPO,
         model=job.improve_model,
+        fallbacks=job.improve_fallbacks,
         purpose="improve",
         timeout_s=job.limits.improve_timeout_s,
         limits=job.limits,

@@ -84,6 +84,7 @@ def improve(ctx: WorkerContext, job: ImproveJob) -> str:
             prepare_repo=prepare,
             repo_path="/clade/repo",
             model=job.improve_model,
+            fallbacks=job.improve_fallbacks,
             purpose="improve",
             timeout_s=job.limits.improve_timeout_s,
             limits=job.limits,

@@ -19,12 +19,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from contracts.config import JudgeConfig
+from contracts.config import DEFAULT_MODEL, JudgeConfig, model_chain
 from contracts.jobs import Budget, EvaluateJob
 from contracts.records import EvaluationResult, JudgeVerdict
 from worker.context import WorkerContext
 from worker.diagnose import prompt
 from worker.llm import LLMCall
+from worker.llm.fallback import FallbackChat
 from worker.llm.metering import MeteredChat
 
 PURPOSE = "judge"
@@ -67,17 +68,21 @@ def judge(
         else "(no trajectory was recorded)",
         log=_tail(result.agent_log) or "(empty)",
     )
-    chat = MeteredChat(
-        ctx.upstream,
-        ctx.prices,
-        purpose=PURPOSE,
-        budget=left_after(job.budget, spent),
-        pinned_model=judge.model,
-        secrets=ctx.secrets,
+    models = judge_models(judge)
+    chat = FallbackChat(
+        MeteredChat(
+            ctx.upstream,
+            ctx.prices,
+            purpose=PURPOSE,
+            budget=left_after(job.budget, spent),
+            pinned_model=models[0],
+            secrets=ctx.secrets,
+        ),
+        models,
     )
     reply = chat.complete(
         {
-            "model": judge.model,
+            "model": models[0],
             "messages": [
                 {"role": "system", "content": prompt("judge_system.md").template},
                 {"role": "user", "content": user},
@@ -94,8 +99,10 @@ def judge(
         message = reply.payload.get("error", {}).get("message", "unknown error")
         score, reason = None, f"the judge model answered {reply.status}: {message}"
     passed = score is not None and score >= judge.threshold
+    # The configured model that gave the verdict (a fallback's, when the primary was unavailable).
+    answered = next((c.route.model for c in reversed(chat.calls) if c.route is not None), models[0])
     verdict = JudgeVerdict(
-        model=judge.model,
+        model=answered[:200],
         score=score,
         reason=reason[:MAX_REASON],
         threshold=judge.threshold,
@@ -105,7 +112,7 @@ def judge(
     )
     resolved = passed if judge.mode == "judge_only" else result.resolved and passed
     shown = "no score" if score is None else f"{score:.2f}"
-    note = f"judge {judge.model}: {shown} (threshold {judge.threshold:g}): {verdict.reason}"
+    note = f"judge {verdict.model}: {shown} (threshold {judge.threshold:g}): {verdict.reason}"
     judged = result.model_copy(
         update={
             "judge": verdict,
@@ -114,6 +121,12 @@ def judge(
         }
     )
     return Judged(result=judged, calls=chat.calls)
+
+
+def judge_models(judge: JudgeConfig) -> tuple[str, ...]:
+    """The judge's models in fallback order; a judge built with none (the service always names
+    them, from `models.judge`) gets the default model."""
+    return model_chain(judge.model) if judge.model is not None else (DEFAULT_MODEL,)
 
 
 def read_verdict(text: str) -> tuple[float | None, str]:

@@ -188,6 +188,9 @@ class Step(Base):
     job_secret_hash: Mapped[str | None] = mapped_column(String(64))
     worker_token_id: Mapped[str | None] = mapped_column(String(32))
     worker_name: Mapped[str | None] = mapped_column(String(200))
+    # The improve model its job was sent with and why (service/driver/model_choice.py), fixed at
+    # the first dispatch: {"model", "why": "first" | "bandit", "fallbacks", "arms"?}.
+    model_choice: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     __table_args__ = (UniqueConstraint("run_id", "number", name="uq_steps_run_number"),)
 

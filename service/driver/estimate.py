@@ -113,6 +113,7 @@ class History(BaseModel):
 
 def estimate(session: Session, plan: RunPlan) -> RunEstimate:
     budget, config = plan.budget, plan.config
+    solve = config.models.primary("solve")
     agents = budget.max_children + 1
     heldout = plan.heldout
     scored_heldout = min(heldout.top_k, agents) * len(heldout.tasks or []) * plan.trials if heldout else 0
@@ -137,7 +138,7 @@ def estimate(session: Session, plan: RunPlan) -> RunEstimate:
     if history is None:
         reason = (
             f"no finished evaluation of {config.benchmark.name} with the same options and solving model"
-            f" {config.models.solve} in the archive"
+            f" {solve} in the archive"
         )
         return RunEstimate(
             evaluations_max=evaluations_max,
@@ -158,7 +159,7 @@ def estimate(session: Session, plan: RunPlan) -> RunEstimate:
         evaluations=evaluations,
         basis=(
             f"{history.evaluations} evaluations of {history.agents} agents and {history.steps} steps"
-            f" in {history.runs} earlier runs on {config.benchmark.name} with {config.models.solve}"
+            f" in {history.runs} earlier runs on {config.benchmark.name} with {solve}"
         ),
     )
     return RunEstimate(
@@ -169,7 +170,7 @@ def estimate(session: Session, plan: RunPlan) -> RunEstimate:
     )
 
 
-def _history(session: Session, benchmark: dict[str, Any], solve: str, improve: str) -> History | None:
+def _history(session: Session, benchmark: dict[str, Any], solve: object, improve: object) -> History | None:
     """Means over earlier runs of the same benchmark and models (configs compared in Python: JSON
     columns compare differently on each database)."""
     matching = []

@@ -21,6 +21,7 @@ from service.db.models import Evaluation, Run, Step
 from service.driver import budget
 from service.driver.failures import failure_to_diagnose, parent_records
 from service.driver.ledger import step_view
+from service.driver.model_choice import improve_choice
 from service.lifecycle import EvaluationStatus, StepStatus
 from service.plan import RunPlan
 from service.results import give_up_evaluation, give_up_step
@@ -95,6 +96,7 @@ def improve_job(
 ) -> ImproveJob:
     """The job that makes `step`'s child; `parts` are what the run's policies add to it."""
     hyper = step.kind == StepKind.HYPER
+    choice = improve_choice(session, run, plan, step)
     return ImproveJob(
         run_id=run.id,
         limits=plan.limits,
@@ -103,8 +105,10 @@ def improve_job(
         step_id=step.id,
         parent_id=step.parent_id,
         improver_id=plan.improver_for(step.parent_id),
-        diagnose_model=plan.models.diagnose,
-        improve_model=plan.models.improve,
+        diagnose_model=plan.models.primary("diagnose"),
+        diagnose_fallbacks=list(plan.models.chain("diagnose")[1:]),
+        improve_model=choice["model"],
+        improve_fallbacks=list(choice["fallbacks"]),
         benchmark=plan.benchmark,
         failure=None
         if hyper
@@ -124,7 +128,8 @@ def evaluate_job(run: Run, plan: RunPlan, evaluation: Evaluation, lease: Budget)
         evaluation_id=evaluation.id,
         agent_id=evaluation.agent_id,
         task_id=evaluation.task_id,
-        solve_model=plan.models.solve,
+        solve_model=plan.models.primary("solve"),
+        solve_fallbacks=list(plan.models.chain("solve")[1:]),
         benchmark=plan.benchmark,
         judge=plan.epoch(evaluation.epoch).judge,
     )

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from benchmarks.registry import get_benchmark
 from tests.e2e.disks import remove_left_disks
 from tests.servers import ServiceProcess, service_env, start_service
 from worker.curriculum import Curriculum, build_script
+from worker.llm.script import Script
 from worker.llm.scripted import ScriptedServer
 
 REDIS_URL = os.environ.get("CLADE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -118,13 +119,19 @@ def cluster_factory(tmp_path: Path) -> Iterator[object]:
     claimed: list[str] = []
     claimant = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
-    def make(curriculum: Curriculum, *, visibility_timeout_s: int = 7200, **settings: str) -> Cluster:
-        """`settings`: more of the service's environment (CLADE_HEADER_TIMEOUT_S="2", ...)."""
+    def make(
+        curriculum: Curriculum,
+        *,
+        visibility_timeout_s: int = 7200,
+        script_edit: Callable[[Script], Script] | None = None,
+        **settings: str,
+    ) -> Cluster:
+        """`settings`: more of the service's environment (CLADE_HEADER_TIMEOUT_S="2", ...);
+        `script_edit` changes the curriculum's script (rules for some model names, refusals)."""
         broker = claim_redis_db(claimant)
         claimed.append(broker)
-        server = ScriptedServer(
-            build_script(get_benchmark("clade-mini").tasks(), curriculum), api_key="sk-e2e-upstream-key"
-        )
+        script = build_script(get_benchmark("clade-mini").tasks(), curriculum)
+        server = ScriptedServer(script_edit(script) if script_edit else script, api_key="sk-e2e-upstream-key")
         server.__enter__()
         servers.append(server)
         env = service_env(

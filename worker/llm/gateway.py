@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.logs import current_ids, log_ids
 from worker.llm.budget import Budget
+from worker.llm.fallback import FallbackChat
 from worker.llm.httpjson import (
     CHAT_ROUTE,
     DEFAULT_MAX_BODY,
@@ -48,6 +49,7 @@ class GatewayConfig(BaseModel):
     socket_path: Path
     purpose: str = Field(default="solve", min_length=1, description="tag on every record")
     model: str | None = Field(default=None, description="pin: replaces the model asked for")
+    fallbacks: list[str] = Field(default_factory=list, description="tried in order after `model`")
     budget: Budget = Field(default_factory=Budget)
     socket_mode: int = Field(default=0o666, description="uid 1000 in the container must connect")
     max_record_chars: int = Field(default=DEFAULT_RECORD_CHARS, ge=1000)
@@ -82,6 +84,8 @@ class LLMGateway:
             max_record_chars=config.max_record_chars,
             secrets=secrets,
         )
+        pinned = [config.model, *config.fallbacks] if config.model is not None else []
+        self.routed = FallbackChat(self.chat, pinned)
         self._server: ServerThread | None = None
 
     # lifecycle
@@ -93,7 +97,7 @@ class LLMGateway:
             "BoundGatewayHandler",
             (_GatewayHandler,),
             # Request threads start with no context: they log with the ids of the job that started us.
-            {"chat": self.chat, "max_body": self.config.max_request_bytes, "job_ids": current_ids()},
+            {"chat": self.routed, "max_body": self.config.max_request_bytes, "job_ids": current_ids()},
         )
         server = ServerThread(self._bind(handler), name=f"llm-gateway:{self.config.purpose}")
         server.start()
@@ -152,7 +156,7 @@ class LLMGateway:
 
 
 class _GatewayHandler(JSONHandler):
-    chat: MeteredChat  # bound per gateway by LLMGateway.start
+    chat: FallbackChat  # bound per gateway by LLMGateway.start
     job_ids: dict[str, str]
 
     def do_POST(self) -> None:

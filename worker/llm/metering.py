@@ -25,6 +25,7 @@ from worker.llm.httpjson import openai_error
 from worker.llm.pricing import PriceTable
 from worker.llm.records import (
     DEFAULT_RECORD_CHARS,
+    CallRoute,
     CallStatus,
     LLMCall,
     RecordedMessage,
@@ -97,13 +98,16 @@ class MeteredChat:
         with self._idle:
             return self._idle.wait_for(lambda: self._in_flight == 0, timeout=timeout)
 
-    def complete(self, body: object) -> Reply:
+    def complete(self, body: object, route: CallRoute | None = None) -> Reply:
+        """`route`: the configured model to send this call to instead of the pinned one (a
+        fallback, worker/llm/fallback.py), kept on the call's record."""
         started_at, t0 = datetime.now(UTC), time.monotonic()
         if not isinstance(body, dict):
             return _error(400, "the request body must be a JSON object", "invalid_request_error")
         with self._lock:
             seq = next(self._seq)
         requested = body.get("model") if isinstance(body.get("model"), str) else None
+        pinned = route.model if route is not None else self._pinned_model
         messages, truncated = record_messages(body.get("messages"), self._max_record_chars)
 
         def record(status: CallStatus, http_status: int, **fields: Any) -> None:
@@ -111,8 +115,9 @@ class MeteredChat:
                 id=f"llm-{os.urandom(8).hex()}",
                 seq=seq,
                 purpose=self._purpose,
-                model=fields.pop("model", None) or self._pinned_model or requested or "",
+                model=fields.pop("model", None) or pinned or requested or "",
                 requested_model=requested,
+                route=route,
                 started_at=started_at,
                 duration_s=time.monotonic() - t0,
                 status=status,
@@ -139,7 +144,7 @@ class MeteredChat:
             message = "streaming is not supported by the Clade LLM gateway; send stream=false"
             record("error", 400, error=message)
             return _error(400, message, "invalid_request_error", "stream_unsupported")
-        model = self._pinned_model or requested
+        model = pinned or requested
         if not model:
             record("error", 400, error="no model given")
             return _error(400, "'model' is required", "invalid_request_error")

@@ -57,6 +57,14 @@ class RecordedMessage(RecordModel):
         return len(self.content or "") + calls
 
 
+class CallRoute(RecordModel):
+    """Which of a purpose's configured models a call was sent to, and why (worker/llm/fallback.py)."""
+
+    model: str = Field(description="the configured model the call was sent to")
+    why: Literal["primary", "fallback"]
+    after: str | None = Field(default=None, description="a fallback: what the model before answered")
+
+
 class LLMCall(RecordModel):
     """One chat completion that went through the gateway, refused ones included."""
 
@@ -79,6 +87,7 @@ class LLMCall(RecordModel):
     request_messages: list[RecordedMessage] = Field(default_factory=list)
     response_message: RecordedMessage | None = None
     truncated: bool = False
+    route: CallRoute | None = None  # set when the purpose has fallback models
 
     @property
     def total_tokens(self) -> int:

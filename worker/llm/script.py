@@ -94,6 +94,9 @@ class Script(_Strict):
     version: Literal[1] = 1
     model: str = Field(default=SCRIPTED_PREFIX, pattern=f"^{SCRIPTED_PREFIX}")
     rules: list[Rule] = Field(default_factory=list)
+    # Model names (whole-name regexes) the server does not serve: a request for one gets a 404
+    # `model_not_found`, as a real server answers for a model it does not have.
+    refuse_models: list[Regex] = Field(default_factory=list)
     default: Reply = Field(
         default_factory=lambda: Reply(content="(scripted model: no rule matched this request)")
     )
@@ -161,6 +164,9 @@ class ScriptedModel:
         self.script = script
         self._fired = [0] * len(script.rules)
         self._lock = threading.Lock()
+
+    def refuses(self, model: str) -> bool:
+        return any(re.fullmatch(pattern, model, REGEX_FLAGS) for pattern in self.script.refuse_models)
 
     def choose(self, conv: Conversation) -> tuple[str, Reply]:
         """(rule label, reply): the first rule that matches and still has a reply for this turn."""

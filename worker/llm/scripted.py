@@ -160,6 +160,10 @@ class _ScriptedHandler(JSONHandler):
                 ),
                 None,
             )
+        model = str(body.get("model") or "")
+        if self.owner.model.refuses(model):
+            message = f"the scripted server does not serve the model {model!r}"
+            return 404, openai_error(message, "invalid_request_error", "model_not_found"), None
         rule, response = self.owner.model.respond(body)
         return 200, response, rule
 

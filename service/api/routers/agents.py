@@ -9,8 +9,9 @@ from fastapi import APIRouter, Query, Response
 from fastapi.responses import PlainTextResponse, StreamingResponse
 
 from service import queries
-from service.api import views
+from service.api import model_views, views
 from service.api.deps import ArchiveDep, Reader, SessionDep
+from service.api.model_schemas import AgentTransfer
 from service.api.responses import download, error_responses
 from service.api.routes import CheckedRoute
 from service.api.schemas import MAX_OFFSET, AgentDetail, AgentPublic, EvaluationDetail, Page
@@ -97,6 +98,17 @@ def agent_patches(agent_id: str, session: SessionDep, archive: ArchiveDep) -> St
     lineage = queries.lineage_ids(session, agent_id=queries.get_agent(session, agent_id=agent_id).id)
     chunks = archive.git.patch_series_stream(lineage[0], agent_id)
     return StreamingResponse(chunks, media_type="text/plain; charset=utf-8")
+
+
+@router.get("/{agent_id}/transfer", responses=error_responses(404))
+def agent_transfer(
+    agent_id: str,
+    session: SessionDep,
+    model: Annotated[str | None, Query(min_length=1, max_length=200, description="One solving model")] = None,
+) -> AgentTransfer:
+    """The agent re-scored on other models: its evaluation-only runs, pooled per solving model
+    (`clade agent transfer`), best rate first, with 95% Wilson intervals."""
+    return model_views.agent_transfer(session, agent_id=agent_id, model=model)
 
 
 @router.get("/{agent_id}/evaluations/{evaluation_id}", responses=error_responses(404))

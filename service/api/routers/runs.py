@@ -13,8 +13,9 @@ from contracts.config import RunConfig
 from contracts.errors import NotFoundError
 from contracts.events import RunEvent
 from service import events, experience, lifecycle, queries, runs
-from service.api import views
+from service.api import model_views, views
 from service.api.deps import AdminOnly, ArchiveDep, IsAdminDep, Reader, ServicesDep, SessionDep
+from service.api.model_schemas import StepPublic
 from service.api.redact import event_for
 from service.api.responses import download, error_responses
 from service.api.routes import CheckedRoute
@@ -110,6 +111,13 @@ def run_agents(
     status_filter: Annotated[str | None, Query(alias="status")] = None,
 ) -> Page[RunAgentPublic]:
     items, total = views.run_agents(session, run_id=run_id, limit=limit, offset=offset, status=status_filter)
+    return Page(items=items, total=total, limit=limit, offset=offset)
+
+
+@router.get("/{run_id}/steps", dependencies=[Reader], responses=error_responses(404))
+def run_steps(run_id: str, session: SessionDep, limit: Limit = 100, offset: Offset = 0) -> Page[StepPublic]:
+    """The run's steps in order: each one's improve model (which, and why) and its calls per model."""
+    items, total = model_views.run_steps(session, run_id=run_id, limit=limit, offset=offset)
     return Page(items=items, total=total, limit=limit, offset=offset)
 
 

@@ -22,6 +22,8 @@ export type EvaluationDetail = Schemas["EvaluationDetail"];
 export type EvaluationResult = NonNullable<EvaluationDetail["result"]>;
 export type RunUsage = Schemas["RunUsage"];
 export type ValidationIssue = Schemas["ValidationIssue"];
+export type AgentTransfer = Schemas["AgentTransfer"];
+export type TransferRow = Schemas["TransferRow"];
 
 type EventsAnswer = paths["/api/runs/{run_id}/events"]["get"]["responses"][200]["content"]["application/json"];
 /** One entry of `/api/runs/{id}/events`: a union discriminated by `kind` (contracts/events.py). */

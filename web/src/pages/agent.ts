@@ -5,6 +5,7 @@ import { api, ApiError, download } from "../api/client";
 import type { AgentDetail, AgentInRun, LineageNode } from "../api/types";
 import { renderDiff } from "../agent/diff";
 import { resultsTable } from "../agent/results";
+import { transferTable } from "../agent/transfer";
 import { errorBox, fill, h, section } from "../dom";
 import * as fmt from "../format";
 import { navigate, type Page } from "../router";
@@ -249,8 +250,9 @@ export const agentPage: Page = (main, route) => {
     const wanted = route.query.get("run");
     const member = agent.runs.find((r) => r.run_id === wanted) ?? agent.runs[0] ?? null;
     const runId = member?.run_id ?? null;
-    const [diff, lineage] = await Promise.all([
+    const [diff, transfer, lineage] = await Promise.all([
       api("get", "/api/agents/{agent_id}/diff", { path: { agent_id: id } }),
+      api("get", "/api/agents/{agent_id}/transfer", { path: { agent_id: id } }),
       runId
         ? api("get", "/api/runs/{run_id}/lineage", { path: { run_id: runId } })
         : Promise.resolve({ run_id: "", nodes: [] }),
@@ -301,6 +303,7 @@ export const agentPage: Page = (main, route) => {
             resultsTable(agent.id, member.evaluations, window.location.hash.slice(1) || null),
           )
         : null,
+      section("On other models", transferTable(transfer.rows)),
       section(
         agent.parent_id ? "Change against its parent" : "Code (a seed: everything is new)",
         renderDiff(diff, `Diff of ${fmt.shortId(id)} against its parent`),
