@@ -8,6 +8,7 @@ service has stopped, so they start with `clade up`.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
@@ -18,6 +19,7 @@ from cli.events import describe_event
 from cli.output import fmt_best, fmt_counts, fmt_score, fmt_usd, short
 from cli.seeds import pack_agent
 from cli.stack import SEED_AGENT_DIR, Stack
+from contracts.config import ModelsConfig
 from contracts.settings import Settings
 
 DEMO_CONFIG: dict[str, Any] = {
@@ -37,6 +39,51 @@ DEMO_CONFIG: dict[str, Any] = {
     # The best agent is chosen on tasks no stage used: the top 2 on 3 of the other 22.
     "evaluation": {"heldout": {"sample": 3, "top_k": 2}},
 }
+# The model of a demo on the scripted stand-in: it answers to any name, and has a made-up price.
+SCRIPTED_MODEL = "scripted"
+PURPOSES = ("solve", "diagnose", "improve")
+
+
+@dataclass(frozen=True)
+class DemoModel:
+    """The model the demo's run asks for every purpose, and the price the run declares for it
+    (USD per million prompt and completion tokens); None leaves it to the service's price table."""
+
+    name: str
+    price: tuple[float, float] | None = None
+
+
+def parse_price(text: str) -> tuple[float, float]:
+    """`PROMPT_PER_MTOK:COMPLETION_PER_MTOK` (USD per million tokens), e.g. `0.15:0.6` or `0:0`."""
+    prompt, sep, completion = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        prices = float(prompt), float(completion)
+    except ValueError:
+        raise ValueError(
+            f"--price {text!r}: expected PROMPT_PER_MTOK:COMPLETION_PER_MTOK, e.g. 0:0 or 0.15:0.6"
+        ) from None
+    if any(price < 0 or price != price or price == float("inf") for price in prices):
+        raise ValueError(f"--price {text!r}: prices are finite and not negative (USD per million tokens)")
+    return prices
+
+
+def demo_config(seed: str, max_children: int, model: DemoModel) -> dict[str, Any]:
+    """The demo run's configuration: DEMO_CONFIG with the seed, the children and the model."""
+    models: dict[str, Any] = dict.fromkeys(PURPOSES, model.name)
+    # TEMPORARY until branch money-caps (models.prices) is merged: a service without the field
+    # refuses it, and prices an unpriced model at 0 anyway.
+    if model.price is not None and "prices" in ModelsConfig.model_fields:
+        prompt, completion = model.price
+        models["prices"] = {model.name: {"prompt": prompt, "completion": completion}}
+    return DEMO_CONFIG | {
+        "seed_agent": seed,
+        "budget": DEMO_CONFIG["budget"] | {"max_children": max_children},
+        "models": models,
+    }
+
+
 SHOWN = (
     "child_created",
     "agent_admitted",
@@ -49,7 +96,9 @@ SHOWN = (
 )
 
 
-def run_demo(stack: Stack, client: ApiClient, console: Console, max_children: int) -> tuple[str, str | None]:
+def run_demo(
+    stack: Stack, client: ApiClient, console: Console, max_children: int, model: DemoModel
+) -> tuple[str, str | None]:
     """Import the seed, run the demo to its end, print the archive; the run's id and its best agent."""
     if stack.scripted:
         console.print(
@@ -57,16 +106,19 @@ def run_demo(stack: Stack, client: ApiClient, console: Console, max_children: in
             f"at {stack.llm_base_url}"
         )
     else:
-        console.print(f"model: {stack.llm_base_url}")
+        price = (
+            "priced by the price table"
+            if model.price is None
+            else "declared ${:g}:${:g} per 1M tokens".format(*model.price)
+        )
+        console.print(f"model: {model.name} at {stack.llm_base_url} ({price})", soft_wrap=True)
     seed = client.post(
         "/api/seeds",
         files={"file": ("seed.tar", pack_agent(SEED_AGENT_DIR), "application/x-tar")},
         data={"name": "clade-seed"},
     )
     console.print(f"seed agent imported: {seed['id']}")
-    config = DEMO_CONFIG | {"seed_agent": seed["id"]}
-    config["budget"] = DEMO_CONFIG["budget"] | {"max_children": max_children}
-    run = client.post("/api/runs", json=config)
+    run = client.post("/api/runs", json=demo_config(seed["id"], max_children, model))
     console.print(
         f"run {run['id']} started: {max_children} children, stages mini-5 (>= 20% to go on) then mini-10;"
         " then the top 2 on 3 held-out tasks"

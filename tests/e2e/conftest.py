@@ -118,15 +118,25 @@ def cluster_factory(tmp_path: Path) -> Iterator[object]:
     claimed: list[str] = []
     claimant = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
-    def make(curriculum: Curriculum, *, visibility_timeout_s: int = 7200, **settings: str) -> Cluster:
-        """`settings`: more of the service's environment (CLADE_HEADER_TIMEOUT_S="2", ...)."""
+    def make(
+        curriculum: Curriculum | None,
+        *,
+        visibility_timeout_s: int = 7200,
+        llm_url: str | None = None,
+        **settings: str,
+    ) -> Cluster:
+        """The scripted model playing `curriculum`, or the real model server at `llm_url` (with /v1)
+        when given. `settings`: more of the service's environment (CLADE_HEADER_TIMEOUT_S="2", ...)."""
         broker = claim_redis_db(claimant)
         claimed.append(broker)
-        server = ScriptedServer(
-            build_script(get_benchmark("clade-mini").tasks(), curriculum), api_key="sk-e2e-upstream-key"
-        )
-        server.__enter__()
-        servers.append(server)
+        if llm_url is None:
+            assert curriculum is not None, "the scripted model needs a curriculum"
+            server = ScriptedServer(
+                build_script(get_benchmark("clade-mini").tasks(), curriculum), api_key="sk-e2e-upstream-key"
+            )
+            server.__enter__()
+            servers.append(server)
+            llm_url = server.base_url
         env = service_env(
             tmp_path / "service",
             f"sqlite:///{tmp_path / 'clade.db'}",
@@ -137,9 +147,7 @@ def cluster_factory(tmp_path: Path) -> Iterator[object]:
             CLADE_BROKER_VISIBILITY_TIMEOUT_S=str(visibility_timeout_s),
             **settings,
         )
-        cluster = Cluster(
-            service=start_service(env), broker_url=broker, llm_url=server.base_url, root=tmp_path
-        )
+        cluster = Cluster(service=start_service(env), broker_url=broker, llm_url=llm_url, root=tmp_path)
         started.append(cluster)
         return cluster
 
