@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
+from contracts.config import ModelsConfig
 from service.db.models import Evaluation, Lease, LLMUsage, Step
 from tests.e2e.conftest import Cluster
 from tests.real_model.llama import LlamaServer
@@ -23,6 +24,15 @@ def server_counts(llama: LlamaServer) -> tuple[int, int]:
         "llamacpp:prompt_tokens_cached_total"
     )
     return int(prompt), int(llama.metric("llamacpp:tokens_predicted_total"))
+
+
+def local_models(model: str) -> dict[str, Any]:
+    """A run's `models`: `model` for every purpose, declared free (a local server) where the
+    configuration has `models.prices` (branch money-caps: a run must price an unknown model)."""
+    models: dict[str, Any] = dict.fromkeys(("solve", "diagnose", "improve"), model)
+    if "prices" in ModelsConfig.model_fields:
+        models["prices"] = {model: {"prompt": 0, "completion": 0}}
+    return models
 
 
 def start_run(cluster: Cluster, config: dict[str, Any]) -> str:
@@ -88,7 +98,13 @@ def check_run(cluster: Cluster, run_id: str, llama: LlamaServer, before: tuple[i
     assert usage, "no LLM call was metered"
     assert {u.model for u in usage} == {llama.model}
     assert all(u.cost_usd == 0 for u in usage)
-    assert all(u.prompt_tokens > 0 for u in usage)
+    # Each call either answered (with the tokens it took) or was refused, saying why.
+    for call in usage:
+        if call.record.get("status") == "ok":
+            assert call.prompt_tokens > 0, call.record
+        else:
+            assert call.record.get("error"), call.record
+            assert (call.prompt_tokens, call.completion_tokens) == (0, 0), call.record
     assert run["progress"]["usd"] == 0
     recorded = (sum(u.prompt_tokens for u in usage), sum(u.completion_tokens for u in usage))
     assert run["progress"]["tokens"] == sum(recorded)

@@ -11,7 +11,7 @@ import pytest
 from tests.e2e.conftest import SEED_AGENT, Cluster
 from tests.helpers import tar_of
 from tests.real_model.llama import LlamaServer
-from tests.real_model.records import check_run, server_counts, start_run, wait_finished
+from tests.real_model.records import check_run, local_models, server_counts, start_run, wait_finished
 
 TASKS = ["clade-mini__textkit-1", "clade-mini__spanlib-1"]
 # Room for a busy 2-core machine: a call of the tiny model takes seconds, a few at a time.
@@ -35,7 +35,7 @@ def run_config(cluster: Cluster, llama: LlamaServer, **overrides: Any) -> dict[s
         "benchmark": {"name": "clade-mini"},
         "stages": [{"tasks": TASKS, "threshold": 0.0}],
         "selection": {"strategy": "best"},
-        "models": {"solve": model, "diagnose": model, "improve": model},
+        "models": local_models(model),
         "budget": {"max_children": 0},
         "limits": LIMITS,
         "parallelism": 1,
