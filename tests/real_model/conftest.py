@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.e2e.conftest import cluster_factory
-from tests.real_model.llama import LlamaMissing, LlamaServer, llama_server
+from tests.real_model.llama import LlamaMissing, LlamaServer, installed, llama_server
 
 __all__ = ["cluster_factory", "llama"]
 
@@ -19,7 +19,12 @@ __all__ = ["cluster_factory", "llama"]
 @pytest.fixture(scope="session")
 def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     try:
-        with llama_server(tmp_path_factory.mktemp("llama") / "llama-server.log") as server:
-            yield server
+        installed()
     except LlamaMissing as exc:
-        pytest.fail(str(exc), pytrace=False)
+        missing = str(exc)
+    else:
+        missing = None
+    if missing is not None:
+        pytest.fail(missing, pytrace=False)
+    with llama_server(tmp_path_factory.mktemp("llama") / "llama-server.log") as server:
+        yield server

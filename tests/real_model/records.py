@@ -136,3 +136,12 @@ def check_run(cluster: Cluster, run_id: str, llama: LlamaServer, before: tuple[i
             f"{evaluation.task_id}: no trajectory"
         )
     return RunRecords(run=run, evaluations=evaluations, steps=steps, usage=usage, details=details)
+
+
+def check_step_calls(records: RunRecords, step: Step) -> None:
+    """The step's model calls are metered under it: a diagnosis, then the improver's calls unless
+    the diagnosis failed (the step's reason then says so)."""
+    purposes = {u.purpose for u in records.usage if u.step_id == step.id}
+    assert "diagnose" in purposes, purposes
+    assert "improve" in purposes or "diagnosis" in (step.reason or ""), (purposes, step.reason)
+    assert all(u.step_id == step.id for u in records.usage if u.purpose in ("diagnose", "improve"))

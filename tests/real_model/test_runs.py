@@ -11,7 +11,14 @@ import pytest
 from tests.e2e.conftest import SEED_AGENT, Cluster
 from tests.helpers import tar_of
 from tests.real_model.llama import LlamaServer
-from tests.real_model.records import check_run, local_models, server_counts, start_run, wait_finished
+from tests.real_model.records import (
+    check_run,
+    check_step_calls,
+    local_models,
+    server_counts,
+    start_run,
+    wait_finished,
+)
 
 TASKS = ["clade-mini__textkit-1", "clade-mini__spanlib-1"]
 # Room for a busy 2-core machine: a call of the tiny model takes seconds, a few at a time.
@@ -80,8 +87,7 @@ def test_one_child_run_on_the_real_model(cluster_factory: Callable[..., Cluster]
     (step,) = records.steps
     # The improver ran on the real model (its calls metered under their purposes), and the step
     # ended with a reason: a child admitted and scored, or rejected saying why.
-    assert {"diagnose", "improve"} <= {u.purpose for u in records.usage}, {u.purpose for u in records.usage}
-    assert all(u.step_id == step.id for u in records.usage if u.purpose in ("diagnose", "improve"))
+    check_step_calls(records, step)
     if step.status == "admitted":
         assert step.child_id in {e.agent_id for e in records.evaluations}
     else:

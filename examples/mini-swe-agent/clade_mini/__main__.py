@@ -57,10 +57,12 @@ def settings() -> dict[str, Any]:
 
 
 def main() -> int:
+    import litellm
     from minisweagent.agents.default import DefaultAgent
     from minisweagent.environments.local import LocalEnvironment
     from minisweagent.models.litellm_model import LitellmModel
 
+    litellm.suppress_debug_info = True  # its "Provider List" banner, printed on a cost it cannot find
     config = settings()
     task = Path(os.environ["CLADE_TASK_FILE"]).read_text()
     # The task's own commands run with the task's PATH (its python and tools first).
