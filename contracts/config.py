@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from contracts.benchmark_options import BenchmarkConfig
+from contracts.prices import ModelPrice
 from contracts.safe_yaml import YamlInputError, load_yaml
 
 
@@ -95,9 +96,16 @@ class CrossoverConfig(StrictModel):
 
 
 class ModelsConfig(StrictModel):
+    """`prices`: USD per million tokens of a model by name (or glob), declared by the run (0 for a
+    local server); it wins over the service's price table. A run whose model has no price in
+    either is refused when it is planned; the stored run lists the price of every model it uses."""
+
     improve: str = "scripted"
     diagnose: str = "scripted"
     solve: str = "scripted"
+    prices: dict[Annotated[str, Field(min_length=1, max_length=200)], ModelPrice] = Field(
+        default_factory=dict, max_length=100
+    )
 
 
 class BudgetConfig(StrictModel):

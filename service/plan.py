@@ -36,6 +36,7 @@ from contracts.config import (
     RunConfig,
     StageConfig,
 )
+from contracts.prices import ModelPrice, PriceTable
 from service.db.models import Run
 from service.selection import SelectionStrategy, UnknownStrategyError, make_strategy
 
@@ -149,14 +150,23 @@ class RunPlan:
         return self.improver.agent if self.improver.agent is not None else parent_id
 
 
-def plan_run(config: RunConfig, *, catalog: BenchmarkSource, visibility_timeout_s: int) -> RunPlan:
+def plan_run(
+    config: RunConfig,
+    *,
+    catalog: BenchmarkSource,
+    visibility_timeout_s: int,
+    prices: PriceTable | None = None,
+) -> RunPlan:
     """Validate `config` into a plan; raises ConfigFieldError naming the field at fault.
 
-    Cheap checks come first: loading the benchmark may read a large dataset.
+    `prices` is the service's price table (None: the built-in one); the run's own
+    `models.prices` win over it. Cheap checks come first: loading the benchmark may read a
+    large dataset.
     """
     strategy = _strategy(config)
     time_limits = check_time_limits(config.limits, visibility_timeout_s)
     _check_epochs(config)
+    config = price_models(config, prices or PriceTable.default())
     benchmark = load_benchmark(catalog, config.benchmark)
     # Stored with every option spelled out, as its benchmark's model reads them.
     config = config.model_copy(update={"benchmark": catalog.spelled_out(config.benchmark)})
@@ -177,6 +187,45 @@ def plan_run(config: RunConfig, *, catalog: BenchmarkSource, visibility_timeout_
             update={"evaluation": config.evaluation.model_copy(update={"heldout": heldout})}
         )
     return RunPlan(config=config, stages=stages, strategy=strategy, time_limits=time_limits, epochs=epochs)
+
+
+def configured_models(config: RunConfig) -> list[tuple[str, str]]:
+    """(field, model name) of every model the run calls: each purpose's (a name, or a list of
+    them in fallback order), then each epoch's judge."""
+    found: list[tuple[str, str]] = []
+    for purpose, value in config.models:
+        if purpose == "prices":
+            continue
+        names: object = value
+        if isinstance(names, str):
+            found.append((f"models.{purpose}", names))
+        elif isinstance(names, list | tuple):
+            found += [
+                (f"models.{purpose}.{i}", name) for i, name in enumerate(names) if isinstance(name, str)
+            ]
+    for index, epoch in enumerate(config.epochs):
+        if epoch.judge is not None:
+            found.append((f"epochs.{index}.judge.model", epoch.judge.model))
+    return found
+
+
+def price_models(config: RunConfig, table: PriceTable) -> RunConfig:
+    """`config` with the price of every model it calls in `models.prices` (the run's snapshot of
+    the table), or ConfigFieldError at the first model with no price: a run must not spend
+    money nobody can count (a local server is declared at 0)."""
+    prices = table.layered(config.models.prices)
+    snapshot: dict[str, ModelPrice] = dict(config.models.prices)
+    for field, name in configured_models(config):
+        price = prices.price(name)
+        if price is None:
+            raise ConfigFieldError(
+                field,
+                f"no price is known for the model {name!r}: give it in models.prices (USD per million"
+                f" tokens, e.g. {{{name!r}: {{prompt: 0, completion: 0}}}} for a local server) or in"
+                " the service's price table (CLADE_PRICE_TABLE_PATH)",
+            )
+        snapshot[name] = price
+    return config.model_copy(update={"models": config.models.model_copy(update={"prices": snapshot})})
 
 
 def _check_epochs(config: RunConfig) -> None:

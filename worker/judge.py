@@ -69,7 +69,7 @@ def judge(
     )
     chat = MeteredChat(
         ctx.upstream,
-        ctx.prices,
+        ctx.prices.layered(job.prices),
         purpose=PURPOSE,
         budget=left_after(job.budget, spent),
         pinned_model=judge.model,
