@@ -19,7 +19,6 @@ from cli.events import describe_event
 from cli.output import fmt_best, fmt_counts, fmt_score, fmt_usd, short
 from cli.seeds import pack_agent
 from cli.stack import SEED_AGENT_DIR, Stack
-from contracts.config import ModelsConfig
 from contracts.settings import Settings
 
 DEMO_CONFIG: dict[str, Any] = {
@@ -72,9 +71,7 @@ def parse_price(text: str) -> tuple[float, float]:
 def demo_config(seed: str, max_children: int, model: DemoModel) -> dict[str, Any]:
     """The demo run's configuration: DEMO_CONFIG with the seed, the children and the model."""
     models: dict[str, Any] = dict.fromkeys(PURPOSES, model.name)
-    # TEMPORARY until branch money-caps (models.prices) is merged: a service without the field
-    # refuses it, and prices an unpriced model at 0 anyway.
-    if model.price is not None and "prices" in ModelsConfig.model_fields:
+    if model.price is not None:
         prompt, completion = model.price
         models["prices"] = {model.name: {"prompt": prompt, "completion": completion}}
     return DEMO_CONFIG | {

@@ -193,7 +193,7 @@ def demo_model(settings: Settings, model: str | None, price: str | None, console
     else declared free (a local server's), said on the console."""
     from cli.client import CliError
     from cli.demo import SCRIPTED_MODEL, DemoModel, parse_price
-    from worker.llm.pricing import load_price_table
+    from contracts.prices import load_price_table
 
     if not settings.llm_base_url:
         if model is not None or price is not None:

@@ -18,13 +18,12 @@ __all__ = ["cluster_factory", "llama"]
 
 @pytest.fixture(scope="session")
 def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    missing: str | None = None
     try:
         installed()
     except LlamaMissing as exc:
         missing = str(exc)
-    else:
-        missing = None
-    if missing is not None:
+    if missing is not None:  # failed outside the except block: one message, no chained traceback
         pytest.fail(missing, pytrace=False)
     with llama_server(tmp_path_factory.mktemp("llama") / "llama-server.log") as server:
         yield server

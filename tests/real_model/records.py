@@ -10,7 +10,6 @@ from typing import Any
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
-from contracts.config import ModelsConfig
 from service.db.models import Evaluation, Lease, LLMUsage, Step
 from tests.e2e.conftest import Cluster
 from tests.real_model.llama import LlamaServer
@@ -27,11 +26,10 @@ def server_counts(llama: LlamaServer) -> tuple[int, int]:
 
 
 def local_models(model: str) -> dict[str, Any]:
-    """A run's `models`: `model` for every purpose, declared free (a local server) where the
-    configuration has `models.prices` (branch money-caps: a run must price an unknown model)."""
+    """A run's `models`: `model` for every purpose, declared free (a local server: a model with
+    no known price is refused when the run is planned)."""
     models: dict[str, Any] = dict.fromkeys(("solve", "diagnose", "improve"), model)
-    if "prices" in ModelsConfig.model_fields:
-        models["prices"] = {model: {"prompt": 0, "completion": 0}}
+    models["prices"] = {model: {"prompt": 0, "completion": 0}}
     return models
 
 

@@ -13,11 +13,11 @@ from typing import Any, cast
 
 import pytest
 
+from contracts.prices import ModelPrice, PriceTable
 from tests.llm.support import ask, client, forwarder
 from tests.real_model.llama import REPLY_CAP, LlamaServer
 from tests.real_model.records import server_counts
 from worker.llm.gateway import GatewayConfig, LLMGateway
-from worker.llm.pricing import ModelPrice, PriceTable
 from worker.llm.upstream import OpenAICompatibleUpstream
 
 STORY = "Write a long story about a lighthouse."
