@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from cli.demo import DEMO_CONFIG, DemoModel, demo_config, parse_price
-from contracts.config import RunConfig
+from contracts.config import ConfigFieldError, RunConfig
+from contracts.prices import PriceTable
+from service.plan import price_models
 
 
 def demo(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -53,3 +55,17 @@ def test_a_real_endpoint_needs_model_and_the_scripted_one_refuses_it(tmp_path: P
     price = demo(tmp_path, "--model", "m", "--price", "cheap", CLADE_LLM_BASE_URL="http://127.0.0.1:9/v1")
     assert price.returncode == 1 and "--price 'cheap'" in price.stderr
     assert not (tmp_path / "data" / "logs").exists()  # nothing was started
+
+
+def test_the_demos_run_is_priced_at_plan_time_as_documented() -> None:
+    # What the service stores with the run: the scripted model's made-up price, the declared $0
+    # of a local model, the price table's for a model it knows.
+    def planned(model: DemoModel) -> dict[str, tuple[float, float]]:
+        config = price_models(RunConfig.model_validate(demo_config("a" * 40, 1, model)), PriceTable.default())
+        return {name: (price.prompt, price.completion) for name, price in config.models.prices.items()}
+
+    assert planned(DemoModel("scripted")) == {"scripted": (1.0, 2.0)}
+    assert planned(DemoModel("smollm2", (0.0, 0.0))) == {"smollm2": (0.0, 0.0)}
+    assert planned(DemoModel("gpt-4o-mini")) == {"gpt-4o-mini": (0.15, 0.6)}
+    with pytest.raises(ConfigFieldError, match="smollm2"):  # why the demo declares an unknown model free
+        planned(DemoModel("smollm2"))
