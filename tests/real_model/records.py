@@ -69,7 +69,7 @@ def check_run(
     """Everything this module's docstring names, asserted; the records, for the test's own checks.
     `before`: the server's counts when the run started (no other caller used it meanwhile).
     `exact_tokens=False`: the run may have recorded fewer tokens than the server counted, never
-    more (see docs/real-models.md, "What it found": a gap seen with mini-swe-agent)."""
+    more; on a difference the calls are printed (docs/real-models.md, "What it found")."""
     with cluster.service.anonymous as reader:
         run = reader.get(f"/api/runs/{run_id}").json()
     assert run["status"] == "completed", run
