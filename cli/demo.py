@@ -8,6 +8,7 @@ service has stopped, so they start with `clade up`.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
@@ -47,6 +48,39 @@ DEMO_CONFIG: dict[str, Any] = {
 # phase's 2 agents) 3 tasks each.
 EVALUATIONS_PER_AGENT = 10
 HELDOUT_SCORINGS = 4
+# The model of a demo on the scripted stand-in: it answers to any name, and has a made-up price.
+SCRIPTED_MODEL = "scripted"
+PURPOSES = ("solve", "diagnose", "improve")
+
+
+@dataclass(frozen=True)
+class DemoModel:
+    """The model the demo's run asks for every purpose, and the price the run declares for it
+    (USD per million prompt and completion tokens); None leaves it to the service's price table."""
+
+    name: str
+    price: tuple[float, float] | None = None
+
+
+SCRIPTED = DemoModel(SCRIPTED_MODEL)
+
+
+def parse_price(text: str) -> tuple[float, float]:
+    """`PROMPT_PER_MTOK:COMPLETION_PER_MTOK` (USD per million tokens), e.g. `0.15:0.6` or `0:0`."""
+    prompt, sep, completion = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        prices = float(prompt), float(completion)
+    except ValueError:
+        raise ValueError(
+            f"--price {text!r}: expected PROMPT_PER_MTOK:COMPLETION_PER_MTOK, e.g. 0:0 or 0.15:0.6"
+        ) from None
+    if any(price < 0 or price != price or price == float("inf") for price in prices):
+        raise ValueError(f"--price {text!r}: prices are finite and not negative (USD per million tokens)")
+    return prices
+
+
 SHOWN = (
     "child_created",
     "agent_admitted",
@@ -61,15 +95,25 @@ SHOWN = (
 )
 
 
-def demo_config(seed_id: str, max_children: int) -> dict[str, Any]:
-    """The demo's run configuration for `max_children` children: evaluations enough for every
-    agent and the pick's scorings, so that only the children bound it."""
+def demo_config(seed_id: str, max_children: int, model: DemoModel = SCRIPTED) -> dict[str, Any]:
+    """The demo's run configuration for `max_children` children, asking `model` for every purpose:
+    evaluations enough for every agent and the pick's scorings, so that only the children bound it."""
     evaluations = EVALUATIONS_PER_AGENT * (max_children + 1) + HELDOUT_SCORINGS * len(DEMO_HELDOUT)
     budget = DEMO_CONFIG["budget"] | {"max_children": max_children, "max_evaluations": evaluations}
-    return DEMO_CONFIG | {"seed_agent": seed_id, "budget": budget}
+    models: dict[str, Any] = dict.fromkeys(PURPOSES, model.name)
+    if model.price is not None:
+        prompt, completion = model.price
+        models["prices"] = {model.name: {"prompt": prompt, "completion": completion}}
+    return DEMO_CONFIG | {
+        "seed_agent": seed_id,
+        "budget": budget,
+        "models": models,
+    }
 
 
-def run_demo(stack: Stack, client: ApiClient, console: Console, max_children: int) -> tuple[str, str | None]:
+def run_demo(
+    stack: Stack, client: ApiClient, console: Console, max_children: int, model: DemoModel
+) -> tuple[str, str | None]:
     """Import the seed, run the demo to its end, print the archive; the run's id and its best agent."""
     if stack.scripted:
         console.print(
@@ -77,14 +121,19 @@ def run_demo(stack: Stack, client: ApiClient, console: Console, max_children: in
             f"at {stack.llm_base_url}"
         )
     else:
-        console.print(f"model: {stack.llm_base_url}")
+        price = (
+            "priced by the price table"
+            if model.price is None
+            else "declared ${:g}:${:g} per 1M tokens".format(*model.price)
+        )
+        console.print(f"model: {model.name} at {stack.llm_base_url} ({price})", soft_wrap=True)
     seed = client.post(
         "/api/seeds",
         files={"file": ("seed.tar", pack_agent(SEED_AGENT_DIR), "application/x-tar")},
         data={"name": "clade-seed"},
     )
     console.print(f"seed agent imported: {seed['id']}")
-    run = client.post("/api/runs", json=demo_config(seed["id"], max_children))
+    run = client.post("/api/runs", json=demo_config(seed["id"], max_children, model))
     console.print(
         f"run {run['id']} started: {max_children} children, stages mini-5 (>= 20% to go on) then mini-10;"
         " its pick measured on 3 held-out tasks at half its evaluations and at the end, then the top 2"

@@ -198,8 +198,9 @@ def check_service(url: str, tokens: dict[str, str]) -> list[Check]:
 
 
 def check_llm(settings: Settings, model: str) -> Check:
-    """One call for one token through the worker's upstream, metered with the worker's price table."""
-    from worker.llm.pricing import load_price_table
+    """One call for one token through the worker's upstream, priced as the worker prices it: by
+    the model asked for (`model`), with the worker's price table and pricing function."""
+    from worker.llm.pricing import load_price_table, price_reply
     from worker.llm.upstream import UpstreamConfig, UpstreamError, make_upstream
 
     if not settings.llm_base_url:
@@ -226,20 +227,24 @@ def check_llm(settings: Settings, model: str) -> Check:
     finally:
         upstream.close()
     seconds = time.monotonic() - started
-    usage = reply.get("usage") or {}
-    prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
-    cost, priced = load_price_table(settings.price_table_path).cost(
-        str(reply.get("model") or model), prompt, completion
-    )
+    priced = price_reply(load_price_table(settings.price_table_path), model, reply)
     scripted = (
         " (the SCRIPTED model, not a real LLM)" if reply.get("system_fingerprint") == "clade-scripted" else ""
     )
-    price = f"${cost:.6f}" if priced else "no price known for it (CLADE_PRICE_TABLE_PATH)"
-    return ok(
-        "llm",
-        f"{model} at {settings.llm_base_url} answered in {seconds:.1f}s{scripted}:"
-        f" {prompt}+{completion} tokens, {price}",
+    answered = priced.answered_model
+    named = f" as {answered!r}" if answered and answered != model else ""
+    tokens = (
+        f"{priced.usage.prompt}+{priced.usage.completion} tokens" if priced.usage else "no usage reported"
     )
+    detail = f"{model} at {settings.llm_base_url} answered{named} in {seconds:.1f}s{scripted}: {tokens}"
+    if not priced.price_known:
+        return warn(
+            "llm",
+            f"{detail}, no price known for {model}",
+            f"a run calling {model} is refused unless it gives models.prices (0 for a local server)"
+            " or the price table has it (CLADE_PRICE_TABLE_PATH)",
+        )
+    return ok("llm", f"{detail}, ${priced.cost_usd:.6f}")
 
 
 def check_disk(settings: Settings) -> Check:

@@ -19,7 +19,11 @@ from contracts.settings import get_settings
 IMAGES_OWNER = "clade-images"
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
+    from cli.demo import DemoModel
     from cli.stack import Stack
+    from contracts.settings import Settings
 
 db_app = typer.Typer(no_args_is_help=True)
 
@@ -139,6 +143,21 @@ def demo(
         bool,
         typer.Option("--serve/--no-serve", help="Serve the archive and dashboard after the run until Ctrl-C"),
     ] = True,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="The model the endpoint in CLADE_LLM_BASE_URL serves, for every purpose (needed with an"
+            " endpoint; without one the demo plays the scripted stand-in)"
+        ),
+    ] = None,
+    price: Annotated[
+        str | None,
+        typer.Option(
+            metavar="PROMPT_PER_MTOK:COMPLETION_PER_MTOK",
+            help="USD per million prompt:completion tokens declared for --model [default: the price"
+            " table's, else 0:0, as for a local server]",
+        ),
+    ] = None,
 ) -> None:
     """`clade up`, plus a small evolution run on clade-mini with progress and a final summary."""
     from rich.console import Console
@@ -149,8 +168,10 @@ def demo(
     from cli.stack import local_stack
 
     settings = get_settings()
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # as in `up`: stop the stack, leave nothing
     console = Console()
+    with reported_errors():
+        chosen = demo_model(settings, model, price, console)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # as in `up`: stop the stack, leave nothing
     console.print(f"data directory: {settings.data_dir}")
     console.print("building the sandbox image if needed (the first time takes a few minutes) ...")
     build_images(quiet=True)
@@ -158,12 +179,47 @@ def demo(
         assert settings.admin_token is not None
         client = ApiClient(stack.service_url, settings.admin_token.get_secret_value(), timeout=120)
         try:
-            run_id, best = run_demo(stack, client, console, children)
+            run_id, best = run_demo(stack, client, console, children, chosen)
         except RuntimeError as exc:
             raise CliError(str(exc)) from exc
         next_steps(console, service_url=stack.service_url, run_id=run_id, best=best, serving=serve)
         if serve:
             hold(stack)
+
+
+def demo_model(settings: Settings, model: str | None, price: str | None, console: Console) -> DemoModel:
+    """The demo's model: the scripted stand-in without an endpoint; with one, `--model` (required:
+    a real server refuses the name "scripted") and its price: `--price`, else the price table's,
+    else declared free (a local server's), said on the console."""
+    from cli.client import CliError
+    from cli.demo import SCRIPTED_MODEL, DemoModel, parse_price
+    from contracts.prices import load_price_table
+
+    if not settings.llm_base_url:
+        if model is not None or price is not None:
+            raise CliError(
+                "--model and --price name a real model: set CLADE_LLM_BASE_URL to its endpoint (with /v1);"
+                " without one the demo runs the scripted stand-in"
+            )
+        return DemoModel(SCRIPTED_MODEL)
+    if model is None:
+        raise CliError(
+            f"CLADE_LLM_BASE_URL is {settings.llm_base_url}: give --model NAME, the model it serves"
+            " (e.g. --model gpt-4o-mini, or the alias of a local llama-server)"
+        )
+    if price is not None:
+        try:
+            return DemoModel(model, parse_price(price))
+        except ValueError as exc:
+            raise CliError(str(exc)) from exc
+    if load_price_table(settings.price_table_path).price(model) is not None:
+        return DemoModel(model)
+    console.print(
+        f"no price known for {model}: declared free ($0, as for a local server); give --price"
+        " PROMPT_PER_MTOK:COMPLETION_PER_MTOK for a paid endpoint",
+        soft_wrap=True,
+    )
+    return DemoModel(model, (0.0, 0.0))
 
 
 def build_images(quiet: bool = False) -> None:

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from contracts.benchmark_options import BenchmarkConfig
+from contracts.prices import ModelPrice
 from contracts.safe_yaml import YamlInputError, load_yaml
 
 
@@ -114,13 +115,20 @@ class ModelsConfig(StrictModel):
     `improve_choice: bandit` picks each step's improve model among `improve`'s names by their
     score gain per dollar so far (service/selection/model_bandit.py), the others following it
     as fallbacks; `first` always starts with the first name. `judge` is the judge's model when
-    a utility's `judge` names none (JudgeConfig.model wins when given)."""
+    a utility's `judge` names none (JudgeConfig.model wins when given).
+
+    `prices`: USD per million tokens of a model by name (or glob), declared by the run (0 for a
+    local server); it wins over the service's price table. A run whose model has no price in
+    either is refused when it is planned; the stored run lists the price of every model it uses."""
 
     improve: ModelChoice = DEFAULT_MODEL
     diagnose: ModelChoice = DEFAULT_MODEL
     solve: ModelChoice = DEFAULT_MODEL
     judge: ModelChoice = DEFAULT_MODEL
     improve_choice: Literal["first", "bandit"] = "first"
+    prices: dict[Annotated[str, Field(min_length=1, max_length=200)], ModelPrice] = Field(
+        default_factory=dict, max_length=100
+    )
 
     def chain(self, purpose: str) -> tuple[str, ...]:
         """The purpose's models in fallback order (`purpose` one of MODEL_PURPOSES)."""

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.benchmark_options import BenchmarkConfig
 from contracts.config import JudgeConfig, LimitsConfig
+from contracts.prices import ModelPrice
 
 IMPROVE_TASK = "clade.improve"
 EVALUATE_TASK = "clade.evaluate"
@@ -53,6 +54,9 @@ class Job(BaseModel):
     run_id: str
     limits: LimitsConfig
     budget: Budget
+    # The run's stored prices (`models.prices`, spelled out when it was planned): every call is
+    # priced by the model the run configured for it, with these before the worker's own table.
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
     # Made by the driver for this dispatch; every answer about the job shows it (header
     # JOB_SECRET_HEADER), so only the job that was sent can answer it (docs/job-bound.md).
     secret: str = Field(min_length=32, max_length=256, repr=False)

@@ -15,6 +15,15 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 if [ ! -x "$SERVER" ]; then
+  # A fresh Debian machine (as root, like the other .ci scripts) may lack the compiler and CMake.
+  need=()
+  command -v cmake >/dev/null || need+=(cmake)
+  command -v c++ >/dev/null || need+=(g++)
+  command -v make >/dev/null || need+=(make)
+  if [ ${#need[@]} -gt 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
+  fi
   python3 -m pip download -q --no-deps --no-binary :all: -d "$work/sdist" \
     "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION"
   tar -xzf "$work"/sdist/llama_cpp_python-*.tar.gz -C "$work"

@@ -27,16 +27,19 @@ from benchmarks.base import Benchmark, BenchmarkError, OptionError
 from benchmarks.catalog import BenchmarkLoadPending
 from contracts.benchmark_options import BenchmarkConfig, BenchmarkOptionError
 from contracts.config import (
+    MODEL_PURPOSES,
     BudgetConfig,
     ConfigFieldError,
     HeldoutConfig,
     ImproverConfig,
     JudgeConfig,
     LimitsConfig,
+    ModelChoice,
     ModelsConfig,
     RunConfig,
     StageConfig,
 )
+from contracts.prices import ModelPrice, PriceTable
 from service.db.models import Run
 from service.selection import SelectionStrategy, UnknownStrategyError, make_strategy
 from service.selection.evaluation import EvaluationPolicy
@@ -157,10 +160,18 @@ class RunPlan:
         return self.improver.agent if self.improver.agent is not None else parent_id
 
 
-def plan_run(config: RunConfig, *, catalog: BenchmarkSource, visibility_timeout_s: int) -> RunPlan:
+def plan_run(
+    config: RunConfig,
+    *,
+    catalog: BenchmarkSource,
+    visibility_timeout_s: int,
+    prices: PriceTable | None = None,
+) -> RunPlan:
     """Validate `config` into a plan; raises ConfigFieldError naming the field at fault.
 
-    Cheap checks come first: loading the benchmark may read a large dataset.
+    `prices` is the service's price table (None: the built-in one); the run's own
+    `models.prices` win over it. Cheap checks come first: loading the benchmark may read a
+    large dataset.
     """
     strategy = _strategy(config)
     config = with_budget_defaults(config, strategy)
@@ -168,6 +179,7 @@ def plan_run(config: RunConfig, *, catalog: BenchmarkSource, visibility_timeout_
     time_limits = check_time_limits(config.limits, visibility_timeout_s)
     _check_epochs(config)
     _check_checkpoints(config)
+    config = price_models(config, prices or PriceTable.default())
     benchmark = load_benchmark(catalog, config.benchmark)
     # Stored with every option spelled out, as its benchmark's model reads them.
     config = config.model_copy(update={"benchmark": catalog.spelled_out(config.benchmark)})
@@ -206,6 +218,44 @@ def _check_evaluation_policy(config: RunConfig) -> None:
         make_evaluation_policy(config.evaluation)
     except UnknownEvaluationPolicyError as exc:
         raise ConfigFieldError("evaluation.policy", str(exc)) from exc
+
+
+def configured_models(config: RunConfig) -> list[tuple[str, str]]:
+    """(field, model name) of every model the run calls: each purpose's (a name, or a list of
+    them in fallback order), then each epoch's judge."""
+    found: list[tuple[str, str]] = []
+    for purpose in MODEL_PURPOSES:
+        found += _named(f"models.{purpose}", getattr(config.models, purpose))
+    for index, epoch in enumerate(config.epochs):
+        if epoch.judge is not None and epoch.judge.model is not None:
+            found += _named(f"epochs.{index}.judge.model", epoch.judge.model)
+    return found
+
+
+def _named(field: str, choice: ModelChoice) -> list[tuple[str, str]]:
+    """(field, name) of a model choice: the field itself for one name, `field.i` in a list."""
+    if isinstance(choice, str):
+        return [(field, choice)]
+    return [(f"{field}.{index}", name) for index, name in enumerate(choice)]
+
+
+def price_models(config: RunConfig, table: PriceTable) -> RunConfig:
+    """`config` with the price of every model it calls in `models.prices` (the run's snapshot of
+    the table), or ConfigFieldError at the first model with no price: a run must not spend
+    money nobody can count (a local server is declared at 0)."""
+    prices = table.layered(config.models.prices)
+    snapshot: dict[str, ModelPrice] = dict(config.models.prices)
+    for field, name in configured_models(config):
+        price = prices.price(name)
+        if price is None:
+            raise ConfigFieldError(
+                field,
+                f"no price is known for the model {name!r}: give it in models.prices (USD per million"
+                f" tokens, e.g. {{{name!r}: {{prompt: 0, completion: 0}}}} for a local server) or in"
+                " the service's price table (CLADE_PRICE_TABLE_PATH)",
+            )
+        snapshot[name] = price
+    return config.model_copy(update={"models": config.models.model_copy(update={"prices": snapshot})})
 
 
 def _check_epochs(config: RunConfig) -> None:

@@ -117,6 +117,9 @@ LONG_TESTS = {
 # marked `docker`, so `pytest -m "not docker"` runs the rest on a machine without one.
 DOCKER_FIXTURES = frozenset({"docker_client", "base_image", "docker_backend", "cluster_factory"})
 E2E_TESTS = Path(__file__).parent / "e2e"
+# The real-model tier (tests/real_model/): a real llama-server and whole clusters with sandboxes. Its
+# tests share one process (one server for the session) and need the engine too.
+REAL_MODEL_TESTS = Path(__file__).parent / "real_model"
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into node ids
@@ -126,6 +129,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             E2E_TESTS
         ):
             item.add_marker(pytest.mark.docker)
+        if item.path.is_relative_to(REAL_MODEL_TESTS):
+            item.add_marker(pytest.mark.real_model)
+            item.add_marker(pytest.mark.docker)
+            item.add_marker(pytest.mark.xdist_group("real-model"))
+            continue
         if item.nodeid in LONG_TESTS:
             item.add_marker(pytest.mark.xdist_group(LONG_TESTS[item.nodeid]))
             continue

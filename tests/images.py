@@ -71,6 +71,11 @@ def required(client: Any, build: Any, *args: Any) -> Any:
         missing(str(exc))
 
 
+# An agent no one here wrote (examples/mini-swe-agent): its requirements' layer and runtime are
+# what a worker builds on first use; built here so that the real-model tier's run does not.
+MINI_SWE_AGENT = Path(__file__).resolve().parents[1] / "examples" / "mini-swe-agent"
+
+
 def build_test_images(progress: Any = print) -> None:
     """Every test-only task image, built once (each reused when present)."""
     import docker
@@ -84,6 +89,20 @@ def build_test_images(progress: Any = print) -> None:
         progress(f"test image no-libc ready: {no_libc_image(client, NO_LIBC_WORK)}")
     finally:
         client.close()
+    progress(f"mini-swe-agent's image ready: {agent_image(MINI_SWE_AGENT, progress)}")
+
+
+def agent_image(folder: Path, progress: Any = None) -> str:
+    """The image with the requirements of the agent in `folder`, and its runtime: built, or found."""
+    import tomllib
+
+    from cli.sandboxes import local_backend
+
+    requirements = tomllib.loads((folder / "agent.toml").read_text()).get("requirements", [])
+    images = local_backend("clade-test-images").images
+    tag = images.for_agent(requirements, progress=progress)
+    images.runtime(tag, progress=progress)
+    return tag
 
 
 if __name__ == "__main__":

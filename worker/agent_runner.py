@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import Any
 
 from contracts.config import LimitsConfig
 from contracts.manifest import AgentManifest
+from contracts.prices import ModelPrice
 from contracts.text import MAX_JSON_DEPTH, json_depth
 from sandbox.base import ExecResult, Mount, SandboxError, SandboxSpec
 from sandbox.disk import MiB
@@ -77,6 +78,7 @@ class AgentRun:
     task_files: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     note_file: str | None = None
+    prices: Mapping[str, ModelPrice] = field(default_factory=dict)  # the run's, before the worker's table
 
 
 @dataclass
@@ -117,7 +119,7 @@ def run_agent(ctx: WorkerContext, run: AgentRun) -> AgentOutcome:
                 budget=run.budget,
             ),
             ctx.upstream,
-            ctx.prices,
+            ctx.prices.layered(run.prices),
             secrets=ctx.secrets,
         )
         assert ws.disk is not None

@@ -17,6 +17,9 @@ from worker.llm.metering import MeteredChat
 
 PROMPTS = Path(__file__).parent / "prompts"
 MAX_SECTION = 6_000
+# An explicit reply limit: without one a server writes to its own limit, and a budgeted
+# gateway holds (and lets through) a reply of 32,768 tokens. A diagnosis is a few paragraphs.
+REPLY_TOKENS = 2_000
 NO_FAILURE = (
     "The agent resolved every task it was evaluated on. Make it more reliable: for example, "
     "have it check its change by running the repository's tests before it finishes."
@@ -59,7 +62,7 @@ def diagnose(ctx: WorkerContext, job: ImproveJob, parent_code: bytes) -> Diagnos
     chat = FallbackChat(
         MeteredChat(
             ctx.upstream,
-            ctx.prices,
+            ctx.prices.layered(job.prices),
             purpose="diagnose",
             budget=job.budget,
             pinned_model=job.diagnose_model,
@@ -74,6 +77,7 @@ def diagnose(ctx: WorkerContext, job: ImproveJob, parent_code: bytes) -> Diagnos
                 {"role": "system", "content": prompt("diagnose_system.md").template},
                 {"role": "user", "content": with_experience(user, job.experience)},
             ],
+            "max_tokens": REPLY_TOKENS,
         }
     )
     ctx.metrics.count_calls(chat.calls)

@@ -75,6 +75,7 @@ def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
                 timeout_s=job.limits.solve_timeout_s,
                 limits=job.limits,
                 budget=job.budget,
+                prices=job.prices,
                 image=image,
                 runtime=runtime,
                 tools_path=task.tools_path,

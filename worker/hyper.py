@@ -76,6 +76,7 @@ def hyper_run(
         timeout_s=job.limits.improve_timeout_s,
         limits=job.limits,
         budget=job.budget,
+        prices=job.prices,
         image=ctx.images.for_agent(manifest.requirements),
         runtime=ctx.images.runtime(manifest.requirements),
         labels={"dev.clade.run": job.run_id, "dev.clade.step": job.step_id, "dev.clade.kind": "hyper"},

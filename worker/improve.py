@@ -93,6 +93,7 @@ def improve(ctx: WorkerContext, job: ImproveJob) -> str:
                 sum(c.cost_usd for c in diagnosis.calls),
                 sum(c.prompt_tokens + c.completion_tokens for c in diagnosis.calls),
             ),
+            prices=job.prices,
             image=ctx.images.for_agent(manifest.requirements),
             runtime=ctx.images.runtime(manifest.requirements),
             labels={"dev.clade.run": job.run_id, "dev.clade.step": job.step_id},

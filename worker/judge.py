@@ -72,7 +72,7 @@ def judge(
     chat = FallbackChat(
         MeteredChat(
             ctx.upstream,
-            ctx.prices,
+            ctx.prices.layered(job.prices),
             purpose=PURPOSE,
             budget=left_after(job.budget, spent),
             pinned_model=models[0],

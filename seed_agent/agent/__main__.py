@@ -12,7 +12,7 @@ from pathlib import Path
 from types import FrameType
 
 from agent.loop import Agent, Limits
-from agent.model import OpenAIModel
+from agent.model import REPLY_TOKENS, OpenAIModel
 from agent.tools import BASH_TOOL
 from agent.trajectory import ExitReason, Trajectory
 
@@ -30,6 +30,7 @@ class Config:
     max_steps: int
     timeout_s: float
     max_tokens: int
+    reply_tokens: int
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Config:
@@ -46,6 +47,7 @@ class Config:
             max_steps=int(env.get("CLADE_MAX_STEPS") or 50),
             timeout_s=float(env.get("CLADE_TIMEOUT_S") or 1800),
             max_tokens=int(env.get("CLADE_MAX_TOKENS") or 2_000_000),
+            reply_tokens=int(env.get("CLADE_REPLY_TOKENS") or REPLY_TOKENS),
         )
 
 
@@ -65,7 +67,13 @@ def main(env: Mapping[str, str]) -> int:
     # Stop a little before the host's hard kill, to leave time to write the trajectory.
     deadline = time.monotonic() + config.timeout_s - min(30.0, config.timeout_s * 0.1)
     limits = Limits(max_steps=config.max_steps, deadline=deadline, max_tokens=config.max_tokens)
-    model = OpenAIModel(config.model, base_url=config.base_url, api_key=config.api_key, tools=[BASH_TOOL])
+    model = OpenAIModel(
+        config.model,
+        base_url=config.base_url,
+        api_key=config.api_key,
+        tools=[BASH_TOOL],
+        reply_tokens=config.reply_tokens,
+    )
     trajectory = Trajectory(model=config.model)
     path = config.output_dir / "trajectory.json"
     agent = Agent(model, config.repo, limits, trajectory, on_step=lambda: trajectory.save(path))

@@ -9,6 +9,9 @@ import openai
 
 Message = dict[str, Any]
 BUDGET_EXCEEDED = "budget_exceeded"
+# Every call says how long a reply may be: without it a server writes to its own limit (a local
+# one to the end of its context), and a budgeted gateway must hold the call at its largest.
+REPLY_TOKENS = 4096
 
 
 class ModelError(Exception):
@@ -54,9 +57,18 @@ class ModelClient(Protocol):
 
 
 class OpenAIModel:
-    def __init__(self, name: str, *, base_url: str | None, api_key: str, tools: list[Message]):
+    def __init__(
+        self,
+        name: str,
+        *,
+        base_url: str | None,
+        api_key: str,
+        tools: list[Message],
+        reply_tokens: int = REPLY_TOKENS,
+    ):
         self.name = name
         self.tools = tools
+        self.reply_tokens = reply_tokens
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=2)
 
     def query(self, messages: list[Message], *, timeout_s: float) -> Reply:
@@ -66,6 +78,7 @@ class OpenAIModel:
                 messages=cast(Any, messages),
                 tools=cast(Any, self.tools),
                 timeout=timeout_s,
+                max_tokens=self.reply_tokens,
             )
         except openai.APIStatusError as exc:
             raise ModelError(exc.message, status=exc.status_code, type=exc.type, code=exc.code) from exc

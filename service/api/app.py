@@ -18,6 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import Engine
 
 from benchmarks.catalog import BenchmarkCatalog
+from contracts.prices import load_price_table
 from contracts.settings import Settings
 from service.api import api_docs, errors
 from service.api.body_limit import BodyLimitMiddleware
@@ -71,6 +72,7 @@ def build_services(settings: Settings) -> Services:
         archive=archive,
         # No download inside a request (`clade bench prepare` fetches ahead), no request waits long.
         catalog=BenchmarkCatalog(offline=True, wait_s=settings.benchmark_load_wait_s),
+        prices=load_price_table(settings.price_table_path),
     )
 
 

@@ -15,6 +15,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from benchmarks.catalog import BenchmarkCatalog
+from contracts.prices import PriceTable
 from contracts.settings import Settings
 from service import worker_tokens
 from service.archive.store import Archive
@@ -28,6 +29,7 @@ class Services:
     sessions: sessionmaker[Session]
     archive: Archive
     catalog: BenchmarkCatalog
+    prices: PriceTable  # the service's table (CLADE_PRICE_TABLE_PATH): runs are priced with it when planned
 
 
 def get_services(request: Request) -> Services:

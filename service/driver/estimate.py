@@ -64,7 +64,7 @@ class PlannedRun(BaseModel):
     stages: list[StagePublic]
     selection: dict[str, Any]
     improver: dict[str, Any]
-    models: dict[str, str]
+    models: dict[str, Any]  # each purpose's model, and `prices`: what each one costs (the snapshot)
     budget: dict[str, Any]
     limits: dict[str, Any]
     parallelism: int

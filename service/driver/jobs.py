@@ -101,6 +101,7 @@ def improve_job(
         run_id=run.id,
         limits=plan.limits,
         budget=lease,
+        prices=plan.models.prices,
         secret=job_secrets.issue(step),  # a new one each dispatch; the row keeps its hash
         step_id=step.id,
         parent_id=step.parent_id,
@@ -124,6 +125,7 @@ def evaluate_job(run: Run, plan: RunPlan, evaluation: Evaluation, lease: Budget)
         run_id=run.id,
         limits=plan.limits,
         budget=lease,
+        prices=plan.models.prices,
         secret=job_secrets.issue(evaluation),
         evaluation_id=evaluation.id,
         agent_id=evaluation.agent_id,

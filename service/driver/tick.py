@@ -83,7 +83,7 @@ def drive(
         and not _agents_evaluating(session, run)
         and policy.may_complete(scope)  # e.g. the top agents scored on held-out tasks first
     ):
-        complete(session, run=run, reason=_completion_reason(plan, used, reserved))
+        complete(session, run=run, reason=_completion_reason(session, run, plan, used, reserved))
         return
     outbox.refs += policy.before_dispatch(scope)
     starved = dispatch_jobs(
@@ -162,7 +162,7 @@ def open_steps(session: Session, run: Run, parents: list[str], *, improver_mode:
     session.flush()
 
 
-def _completion_reason(plan: RunPlan, used: budget.Spent, reserved: int) -> str:
+def _completion_reason(session: Session, run: Run, plan: RunPlan, used: budget.Spent, reserved: int) -> str:
     limit = plan.budget.max_evaluations
     stopped_early = used.steps < plan.budget.max_children and plan.budget.max_children > 0
     if limit is not None and stopped_early:
@@ -176,7 +176,24 @@ def _completion_reason(plan: RunPlan, used: budget.Spent, reserved: int) -> str:
         )
     if plan.budget.max_children == 0:
         return "evaluation finished (an evaluation-only run)"
-    return f"budget: max_children reached ({plan.budget.max_children})"
+    # max_children counts steps attempted, a step that made no child included: say so, with
+    # how many made one, or "max_children reached (1)" reads as one child where there is none.
+    made, admitted = _children(session, run)
+    return (
+        f"budget: max_children reached ({used.steps} of {plan.budget.max_children} steps attempted:"
+        f" {made} made a child ({admitted} admitted), {used.steps - made} made none)"
+    )
+
+
+def _children(session: Session, run: Run) -> tuple[int, int]:
+    """(steps that made a child, steps whose child was admitted)."""
+    made, admitted = session.execute(
+        select(
+            func.count(Step.child_id),
+            func.count().filter(Step.status == lifecycle.StepStatus.ADMITTED),
+        ).where(Step.run_id == run.id)
+    ).one()
+    return int(made or 0), int(admitted or 0)
 
 
 def _steps_in_flight(session: Session, run: Run) -> int:

@@ -120,20 +120,27 @@ def cluster_factory(tmp_path: Path) -> Iterator[object]:
     claimant = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
     def make(
-        curriculum: Curriculum,
+        curriculum: Curriculum | None,
         *,
         visibility_timeout_s: int = 7200,
         script_edit: Callable[[Script], Script] | None = None,
+        llm_url: str | None = None,
         **settings: str,
     ) -> Cluster:
-        """`settings`: more of the service's environment (CLADE_HEADER_TIMEOUT_S="2", ...);
-        `script_edit` changes the curriculum's script (rules for some model names, refusals)."""
+        """The scripted model playing `curriculum` (`script_edit` changes its script: rules for some
+        model names, refusals), or the real model server at `llm_url` (with /v1) when given.
+        `settings`: more of the service's environment (CLADE_HEADER_TIMEOUT_S="2", ...)."""
         broker = claim_redis_db(claimant)
         claimed.append(broker)
-        script = build_script(get_benchmark("clade-mini").tasks(), curriculum)
-        server = ScriptedServer(script_edit(script) if script_edit else script, api_key="sk-e2e-upstream-key")
-        server.__enter__()
-        servers.append(server)
+        if llm_url is None:
+            assert curriculum is not None, "the scripted model needs a curriculum"
+            script = build_script(get_benchmark("clade-mini").tasks(), curriculum)
+            server = ScriptedServer(
+                script_edit(script) if script_edit else script, api_key="sk-e2e-upstream-key"
+            )
+            server.__enter__()
+            servers.append(server)
+            llm_url = server.base_url
         env = service_env(
             tmp_path / "service",
             f"sqlite:///{tmp_path / 'clade.db'}",
@@ -144,9 +151,7 @@ def cluster_factory(tmp_path: Path) -> Iterator[object]:
             CLADE_BROKER_VISIBILITY_TIMEOUT_S=str(visibility_timeout_s),
             **settings,
         )
-        cluster = Cluster(
-            service=start_service(env), broker_url=broker, llm_url=server.base_url, root=tmp_path
-        )
+        cluster = Cluster(service=start_service(env), broker_url=broker, llm_url=llm_url, root=tmp_path)
         started.append(cluster)
         return cluster
 

@@ -22,6 +22,7 @@ from service.api.app import create_app
 from service.db.models import Evaluation, StageScore, Step
 from service.driver.jobs import MAX_DISPATCHES
 from service.driver.loop import RunDriver
+from service.results import reject_step
 from service.runs import change_state
 from tests.service.driver_world import T, World
 
@@ -73,7 +74,28 @@ def test_stages_admission_and_completion(world: World) -> None:
     world.driver.tick()
     assert world.member(run_id, second).score == 1.0
     run = world.run(run_id)
-    assert (run.status, run.stop_reason) == ("completed", "budget: max_children reached (2)")
+    assert (run.status, run.stop_reason) == (
+        "completed",
+        "budget: max_children reached (2 of 2 steps attempted: 2 made a child (1 admitted), 0 made none)",
+    )
+
+
+def test_the_stop_reason_counts_steps_and_says_a_rejected_one_made_no_child(world: World) -> None:
+    """Fails on main: the reason read "budget: max_children reached (1)" for a run with no child."""
+    run_id = world.start(budget={"max_children": 1}, stages=[{"tasks": T[:1]}])
+    world.driver.tick()
+    _, evaluate = world.outbox.take()
+    world.answer(evaluate[0], resolved=False)
+    world.driver.tick()
+    improve, _ = world.outbox.take()
+    with world.sessions.begin() as session:
+        reject_step(session, step_id=improve[0].step_id, reason="the improver produced an empty patch")
+    world.driver.tick()
+    run = world.run(run_id)
+    assert (run.status, run.stop_reason) == (
+        "completed",
+        "budget: max_children reached (1 of 1 steps attempted: 0 made a child (0 admitted), 1 made none)",
+    )
 
 
 def test_parallelism_and_a_restarted_driver(world: World) -> None:

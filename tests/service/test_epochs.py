@@ -214,7 +214,8 @@ def test_a_run_whose_steps_are_done_waits_for_its_rescoring_before_it_completes(
         world.answer(job, resolved=True)
     world.driver.tick()
     run = world.run(run_id)
-    assert (run.status, run.stop_reason) == ("completed", "budget: max_children reached (3)")
+    assert run.status == "completed"
+    assert (run.stop_reason or "").startswith("budget: max_children reached (3 of 3 steps attempted")
     c1 = world.member(run_id, named["c1"])
     assert (c1.epoch, c1.score) == (1, 1.0)
 

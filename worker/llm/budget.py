@@ -122,9 +122,9 @@ class BudgetMeter:
                     return self._refusal("run_tokens", prompt_tokens, f"{max(left_tokens, 0)} tokens")
             if b.run_remaining_usd is not None and price is not None:
                 left_usd = b.run_remaining_usd - self._usd - self._held_usd
-                prompt_usd = prompt_tokens * price.prompt / PER_MILLION
-                if price.completion > 0:
-                    per_reply = (left_usd - prompt_usd) * PER_MILLION / price.completion / choices
+                prompt_usd = prompt_tokens * price.worst_prompt / PER_MILLION
+                if price.worst_completion > 0:
+                    per_reply = (left_usd - prompt_usd) * PER_MILLION / price.worst_completion / choices
                     cap = min(cap, math.floor(per_reply))
                 elif prompt_usd > left_usd:
                     cap = -1
@@ -134,7 +134,7 @@ class BudgetMeter:
             usd = (
                 0.0
                 if price is None
-                else (prompt_tokens * price.prompt + replies * price.completion) / PER_MILLION
+                else (prompt_tokens * price.worst_prompt + replies * price.worst_completion) / PER_MILLION
             )
             must_carry = cap < asked or reply_tokens is None
             held = Hold(usd=usd, tokens=prompt_tokens + replies, reply_cap=cap if must_carry else None)

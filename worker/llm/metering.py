@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import math
 import os
 import threading
 import time
@@ -21,8 +20,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from worker.llm.budget import Budget, BudgetMeter, BudgetRefusal
+from worker.llm.estimate import PromptEstimator
 from worker.llm.httpjson import openai_error
-from worker.llm.pricing import PriceTable
+from worker.llm.pricing import PriceTable, TokenUsage, price_reply, reported_usage
 from worker.llm.records import (
     DEFAULT_RECORD_CHARS,
     CallRoute,
@@ -34,7 +34,7 @@ from worker.llm.records import (
     record_messages,
 )
 from worker.llm.redact import Redactor
-from worker.llm.request_fields import REPLY_LIMIT_KEYS, FieldRefusal, check_request
+from worker.llm.request_fields import REPLY_LIMIT_KEYS, FieldRefusal, check_request, refused_reply_key
 from worker.llm.upstream import Upstream, UpstreamError
 
 log = logging.getLogger("clade.gateway")
@@ -50,7 +50,9 @@ class Reply:
 class MeteredChat:
     """Thread-safe; one per sandbox. `secrets` are cut out of upstream error messages.
 
-    `pinned_model` replaces whatever model the agent asks for (the run chooses).
+    `pinned_model` replaces whatever model the agent asks for (the run chooses); a call is
+    priced as the model it was made for (pinned, else asked for), whatever name the upstream
+    answers, which is recorded beside it.
     """
 
     def __init__(
@@ -76,8 +78,9 @@ class MeteredChat:
         self._calls: list[LLMCall] = []
         self._seq = itertools.count()
         self._in_flight = 0
-        # Real prompt tokens per estimated one, the highest seen: estimates only ever grow to fit.
-        self._prompt_ratio = 1.0
+        self._estimator = PromptEstimator()
+        # Reply-limit keys this upstream refused (e.g. both at once): not sent again.
+        self._refused_keys: set[str] = set()
 
     @property
     def calls(self) -> list[LLMCall]:
@@ -152,26 +155,33 @@ class MeteredChat:
         if isinstance(shape, FieldRefusal):
             record("error", 400, error=shape.message)
             return _error(400, shape.message, "invalid_request_error", "unsupported_field", param=shape.field)
-        estimate = self._prompt_estimate(body)
+        raw = _raw_prompt_estimate(body)
+        estimate = self._estimator.estimate(raw)
+        price = self._prices.price(model)
         held = self._meter.check() or self._meter.hold(
-            prompt_tokens=estimate,
-            reply_tokens=shape.reply_tokens,
-            price=self._prices.price(model),
-            choices=shape.choices,
+            prompt_tokens=estimate, reply_tokens=shape.reply_tokens, price=price, choices=shape.choices
         )
+        if isinstance(held, BudgetRefusal) and estimate > raw and self._meter.check() is None:
+            # What earlier calls taught the estimate is a bound, not a measure: a call the lease
+            # pays for at the request's own size goes ahead (its reply capped to fit).
+            retry = self._meter.hold(
+                prompt_tokens=raw, reply_tokens=shape.reply_tokens, price=price, choices=shape.choices
+            )
+            held = held if isinstance(retry, BudgetRefusal) else retry
         if isinstance(held, BudgetRefusal):
             record("budget_exceeded", 429, error=held.message)
             reply = _error(429, held.message, "budget_exceeded", held.code)
             reply.headers["x-should-retry"] = "false"  # the openai client would retry a 429
             return reply
-        if held.reply_cap is not None:  # the lease pays for no longer a reply than this
-            # Every reply-limit key the agent sent: the upstream may honour either.
-            keys = [k for k in REPLY_LIMIT_KEYS if body.get(k) is not None] or ["max_tokens"]
-            body = {**body, **dict.fromkeys(keys, held.reply_cap)}
+        limit = held.reply_cap if held.reply_cap is not None else shape.reply_tokens
+        if limit is not None:
+            # The reply limit the lease was held at, under every key an upstream may honour
+            # (llama-cpp-python ignores max_completion_tokens, older servers know only max_tokens).
+            body = self._with_reply_limit(body, limit)
         with self._lock:
             self._in_flight += 1
         try:
-            return self._forward(body, model, record, estimate)
+            return self._forward(body, model, record, raw)
         finally:
             self._meter.release(held)
             # Only once the call is metered and recorded: `wait_idle` promises exactly that.
@@ -179,38 +189,52 @@ class MeteredChat:
                 self._in_flight -= 1
                 self._idle.notify_all()
 
-    def _prompt_estimate(self, body: dict[str, Any]) -> int:
-        """The prompt's tokens, from the request as JSON at 4 characters a token, scaled by the
-        worst ratio of real to estimated tokens this gateway has seen."""
-        raw = _raw_prompt_estimate(body)
+    def _with_reply_limit(self, body: dict[str, Any], limit: int) -> dict[str, Any]:
         with self._lock:
-            return math.ceil(raw * self._prompt_ratio)
+            refused = set(self._refused_keys)
+        kept = {k: v for k, v in body.items() if k not in refused}
+        return kept | dict.fromkeys((k for k in REPLY_LIMIT_KEYS if k not in refused), limit)
 
-    def _forward(self, body: dict[str, Any], model: str, record: Callable[..., None], estimate: int) -> Reply:
+    def _send(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The upstream's answer; a refusal of one of the reply-limit keys we wrote (OpenAI refuses
+        both at once, some servers refuse `max_completion_tokens`) is retried once without it,
+        and the key is not sent to this upstream again."""
+        try:
+            return self._upstream.chat_completions(body)
+        except UpstreamError as exc:
+            sent = [k for k in REPLY_LIMIT_KEYS if body.get(k) is not None]
+            refused = refused_reply_key(exc.status, exc.message, sent)
+            if refused is None:
+                raise
+            log.info("upstream refused %r (%s); sending the reply limit without it", refused, exc.message)
+            with self._lock:
+                self._refused_keys.add(refused)
+            return self._upstream.chat_completions({k: v for k, v in body.items() if k != refused})
+
+    def _forward(self, body: dict[str, Any], model: str, record: Callable[..., None], raw: int) -> Reply:
         """Send the call upstream, meter what it cost and record it."""
         try:
-            response = self._upstream.chat_completions({**body, "model": model})
+            response = self._send({**body, "model": model})
         except UpstreamError as exc:
             status = 502 if exc.status in (401, 403) else exc.status  # our key, not the agent's
             message = self._redact(exc.message)
             record("error", status, error=message)
             return _error(status, message, exc.error_type)
-        prompt, completion, estimated = _usage(response, body.get("messages"))
-        raw = _raw_prompt_estimate(body)
-        if not estimated and raw > 0 and prompt > estimate:
-            with self._lock:
-                self._prompt_ratio = max(self._prompt_ratio, prompt / raw)
-        answered = response.get("model") if isinstance(response.get("model"), str) else model
-        cost, known = self._cost(str(answered), model, prompt, completion)
-        self._meter.add(cost, prompt + completion)
+        usage, estimated = _usage(response, body.get("messages"))
+        if not estimated:
+            self._estimator.observe(raw, usage.prompt)
+        priced = price_reply(self._prices, model, response, usage=usage)
+        self._meter.add(priced.cost_usd, usage.prompt + usage.completion)
         record(
             "ok",
             200,
-            model=answered,
-            prompt_tokens=prompt,
-            completion_tokens=completion,
-            cost_usd=cost,
-            price_known=known,
+            answered_model=priced.answered_model,
+            prompt_tokens=usage.prompt,
+            completion_tokens=usage.completion,
+            cached_prompt_tokens=usage.cached_prompt,
+            reasoning_tokens=usage.reasoning,
+            cost_usd=priced.cost_usd,
+            price_known=priced.price_known,
             usage_estimated=estimated,
             response_message=_first_message(response, self._max_record_chars),
         )
@@ -231,11 +255,6 @@ class MeteredChat:
             status = 502 if exc.status in (401, 403) else exc.status
             return _error(status, self._redact(exc.message), exc.error_type)
 
-    def _cost(self, answered: str, asked: str, prompt: int, completion: int) -> tuple[float, bool]:
-        # Price what answered (e.g. a dated snapshot); fall back to the name that was asked for.
-        cost, known = self._prices.cost(answered, prompt, completion)
-        return (cost, known) if known else self._prices.cost(asked, prompt, completion)
-
 
 def _error(
     status: int, message: str, error_type: str, code: str | None = None, *, param: str | None = None
@@ -252,16 +271,14 @@ def _raw_prompt_estimate(body: dict[str, Any]) -> int:
     return -(-len(text) // 4)
 
 
-def _usage(response: dict[str, Any], request_messages: object) -> tuple[int, int, bool]:
-    """(prompt, completion, estimated): the upstream's own figures, else about 4 chars a token."""
-    usage = response.get("usage")
-    if isinstance(usage, dict):
-        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-        if isinstance(prompt, int) and isinstance(completion, int):
-            return max(prompt, 0), max(completion, 0), False
+def _usage(response: dict[str, Any], request_messages: object) -> tuple[TokenUsage, bool]:
+    """(usage, estimated): the upstream's own figures, else about 4 chars a token."""
+    reported = reported_usage(response)
+    if reported is not None:
+        return reported, False
     reply = _first_message(response, 10**9)
     prompt_chars = len(json.dumps(request_messages, default=str))
-    return -(-prompt_chars // 4), -(-(reply.size() if reply else 0) // 4), True
+    return TokenUsage(-(-prompt_chars // 4), -(-(reply.size() if reply else 0) // 4)), True
 
 
 def _first_message(response: dict[str, Any], max_chars: int) -> RecordedMessage | None:

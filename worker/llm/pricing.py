@@ -1,107 +1,89 @@
-"""Price table: model name -> USD per million prompt and completion tokens.
+"""What one chat completion cost: the one pricing function of the gateway and `clade doctor`.
 
-Patterns are exact names or shell globs (`gpt-4o*`, `*/llama3*`); an exact
-name wins, then the longest pattern, so `gpt-4o-mini*` beats `gpt-4o*`.
-A model with no price costs 0 and is flagged, never an error: a run on a
-local model must not stop because nobody priced it.
+The table itself is `contracts.prices` (the service checks and stores a run's prices with it).
+A call is priced by the model CONFIGURED for it, never by the name the server answered: a
+local server answers its own name ("smollm2") to a call for "gpt-4o", and an echoed or
+substituted name must not change what a call costs. The answered name is recorded beside it.
+A model with no price costs 0 and is flagged, never an error here: the service refuses an
+unpriced model when the run is planned.
 """
 
 from __future__ import annotations
 
-import fnmatch
-from collections.abc import Mapping
-from pathlib import Path
-from types import MappingProxyType
+from dataclasses import dataclass
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from worker.llm.config_files import load_model_file
-
-PRICE_TABLE_VERSION = 1
-PER_MILLION = 1_000_000
-
-
-class ModelPrice(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    prompt: float = Field(ge=0, description="USD per million prompt tokens")
-    completion: float = Field(ge=0, description="USD per million completion tokens")
-
-
-# Indicative list prices (USD / 1M tokens) at the time of writing; deployments
-# should point `price_table_path` at their own table. The scripted model has a
-# made-up nonzero price so that demos show costs moving.
-DEFAULT_PRICES: Mapping[str, ModelPrice] = MappingProxyType(
-    {
-        "scripted*": ModelPrice(prompt=1.0, completion=2.0),
-        "gpt-4o*": ModelPrice(prompt=2.5, completion=10.0),
-        "gpt-4o-mini*": ModelPrice(prompt=0.15, completion=0.6),
-        "gpt-4.1*": ModelPrice(prompt=2.0, completion=8.0),
-        "gpt-4.1-mini*": ModelPrice(prompt=0.4, completion=1.6),
-        "gpt-4.1-nano*": ModelPrice(prompt=0.1, completion=0.4),
-        "gpt-5*": ModelPrice(prompt=1.25, completion=10.0),
-        "gpt-5-mini*": ModelPrice(prompt=0.25, completion=2.0),
-        "gpt-5-nano*": ModelPrice(prompt=0.05, completion=0.4),
-        "o3*": ModelPrice(prompt=2.0, completion=8.0),
-        "o3-mini*": ModelPrice(prompt=1.1, completion=4.4),
-        "o4-mini*": ModelPrice(prompt=1.1, completion=4.4),
-        "claude-3-5-haiku*": ModelPrice(prompt=0.8, completion=4.0),
-        "claude-3-5-sonnet*": ModelPrice(prompt=3.0, completion=15.0),
-        "claude-3-7-sonnet*": ModelPrice(prompt=3.0, completion=15.0),
-        "claude-sonnet-4*": ModelPrice(prompt=3.0, completion=15.0),
-    }
+from contracts.prices import (
+    DEFAULT_PRICES,
+    PER_MILLION,
+    PRICE_TABLE_VERSION,
+    ModelPrice,
+    PriceTable,
+    PriceTableFile,
+    TokenUsage,
+    load_price_table,
 )
 
+__all__ = [
+    "DEFAULT_PRICES",
+    "PER_MILLION",
+    "PRICE_TABLE_VERSION",
+    "ModelPrice",
+    "PriceTable",
+    "PriceTableFile",
+    "PricedReply",
+    "TokenUsage",
+    "load_price_table",
+    "price_reply",
+    "reported_usage",
+]
 
-class PriceTableFile(BaseModel):
-    """On-disk format (YAML or JSON); `include_defaults` layers the file over the built-in table."""
 
-    model_config = ConfigDict(extra="forbid")
+@dataclass(frozen=True)
+class PricedReply:
+    model: str  # the configured model, whose price was used
+    answered_model: str | None  # the name in the server's answer, if it gave one
+    usage: TokenUsage | None  # None: the server reported no usage
+    cost_usd: float
+    price_known: bool
 
-    version: int = Field(default=PRICE_TABLE_VERSION, ge=1, le=PRICE_TABLE_VERSION)
-    include_defaults: bool = False
-    models: dict[str, ModelPrice]
 
-
-class PriceTable:
-    def __init__(self, prices: Mapping[str, ModelPrice]) -> None:
-        self._exact = {k: v for k, v in prices.items() if not _is_glob(k)}
-        # Longest pattern first: the most specific glob wins.
-        self._globs = sorted(((k, v) for k, v in prices.items() if _is_glob(k)), key=lambda kv: -len(kv[0]))
-
-    @classmethod
-    def default(cls) -> PriceTable:
-        return cls(DEFAULT_PRICES)
-
-    def price(self, model: str) -> ModelPrice | None:
-        if model in self._exact:
-            return self._exact[model]
-        for pattern, price in self._globs:
-            if fnmatch.fnmatchcase(model, pattern):
-                return price
+def reported_usage(response: dict[str, Any]) -> TokenUsage | None:
+    """The server's own token counts, with the cached and reasoning parts where it reports them
+    (`usage.prompt_tokens_details.cached_tokens`, `usage.completion_tokens_details.reasoning_tokens`)."""
+    usage = response.get("usage")
+    if not isinstance(usage, dict):
         return None
-
-    def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> tuple[float, bool]:
-        """(USD, whether the model had a price); an unpriced model costs 0."""
-        price = self.price(model)
-        if price is None:
-            return 0.0, False
-        usd = (prompt_tokens * price.prompt + completion_tokens * price.completion) / PER_MILLION
-        return usd, True
-
-
-def load_price_table(path: Path | None) -> PriceTable:
-    """The table in `path` (YAML or JSON), or the built-in one when no path is configured.
-
-    Raises `ConfigFileError` naming the file and the bad field.
-    """
-    if path is None:
-        return PriceTable.default()
-    parsed = load_model_file(path, PriceTableFile, "price table")
-    prices = dict(DEFAULT_PRICES) if parsed.include_defaults else {}
-    prices.update(parsed.models)
-    return PriceTable(prices)
+    raw_prompt, raw_completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if not isinstance(raw_prompt, int) or not isinstance(raw_completion, int):
+        return None
+    if isinstance(raw_prompt, bool) or isinstance(raw_completion, bool):
+        return None
+    prompt, completion = max(raw_prompt, 0), max(raw_completion, 0)
+    cached = _detail(usage, "prompt_tokens_details", "cached_tokens")
+    reasoning = _detail(usage, "completion_tokens_details", "reasoning_tokens")
+    return TokenUsage(prompt, completion, min(cached, prompt), min(reasoning, completion))
 
 
-def _is_glob(pattern: str) -> bool:
-    return any(ch in pattern for ch in "*?[")
+def price_reply(
+    prices: PriceTable, model: str, response: dict[str, Any], *, usage: TokenUsage | None = None
+) -> PricedReply:
+    """What `response` cost, priced as `model` (the configured one). `usage` overrides the
+    server's counts (the gateway's estimate when the server sent none)."""
+    counted = usage if usage is not None else reported_usage(response)
+    answered = response.get("model")
+    price = prices.price(model)
+    cost = 0.0 if price is None or counted is None else price.usd(counted)
+    return PricedReply(
+        model=model,
+        answered_model=answered if isinstance(answered, str) else None,
+        usage=counted,
+        cost_usd=cost,
+        price_known=price is not None,
+    )
+
+
+def _detail(usage: dict[str, Any], section: str, key: str) -> int:
+    part = usage.get(section)
+    value = part.get(key) if isinstance(part, dict) else None
+    return max(value, 0) if isinstance(value, int) and not isinstance(value, bool) else 0

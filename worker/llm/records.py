@@ -72,10 +72,13 @@ class LLMCall(RecordModel):
     id: str
     seq: int = Field(ge=0, description="order of arrival within one gateway")
     purpose: str
-    model: str = Field(description="the model that answered (or was asked for, if none did)")
+    model: str = Field(description="the model the call was made for (the run's, else the agent's); priced as")
     requested_model: str | None = Field(default=None, description="what the agent asked for")
+    answered_model: str | None = Field(default=None, description="the name in the upstream's answer")
     prompt_tokens: int = Field(default=0, ge=0)
     completion_tokens: int = Field(default=0, ge=0)
+    cached_prompt_tokens: int = Field(default=0, ge=0, description="part of prompt_tokens")
+    reasoning_tokens: int = Field(default=0, ge=0, description="part of completion_tokens")
     cost_usd: float = Field(default=0.0, ge=0)
     price_known: bool = True
     usage_estimated: bool = Field(default=False, description="upstream sent no usage; counted")

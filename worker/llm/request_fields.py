@@ -41,6 +41,8 @@ FORWARDED_FIELDS = frozenset(
         "stream",  # only `false`: streaming is refused on its own
     }
 )
+# The keys a reply limit is sent under. Not llama.cpp's own `n_predict`: its OpenAI endpoint maps
+# `max_tokens` to it, and OpenAI refuses a field it does not know.
 REPLY_LIMIT_KEYS = ("max_completion_tokens", "max_tokens")
 MAX_CHOICES = 8
 
@@ -86,6 +88,19 @@ def check_request(body: dict[str, Any]) -> RequestShape | FieldRefusal:
     if not _positive_int(choices) or choices > MAX_CHOICES:
         return FieldRefusal("n", f"'n' must be an integer from 1 to {MAX_CHOICES}, not {choices!r}")
     return RequestShape(choices=choices, reply_tokens=max(caps) if caps else None)
+
+
+def refused_reply_key(status: int, message: str, sent: list[str]) -> str | None:
+    """The reply-limit key an upstream's 400 refuses, when more than one was sent (so one is left):
+    the key its message names, `max_tokens` when it names both (OpenAI: "Setting 'max_tokens' and
+    'max_completion_tokens' at the same time is not supported", "Unsupported parameter: 'max_tokens'
+    ... Use 'max_completion_tokens' instead"); None for any other error."""
+    if status not in (400, 422) or len(sent) < 2:
+        return None
+    named = [key for key in sent if key in message]
+    if len(named) > 1:
+        return "max_tokens" if "max_tokens" in named else named[0]
+    return named[0] if named else None
 
 
 def _unpriced_part(messages: object) -> FieldRefusal | None:

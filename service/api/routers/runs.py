@@ -54,7 +54,10 @@ Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET)]
 )
 def create_run(config: RunConfig, session: SessionDep, services: ServicesDep) -> RunDetail:
     plan = plan_run(
-        config, catalog=services.catalog, visibility_timeout_s=services.settings.broker_visibility_timeout_s
+        config,
+        catalog=services.catalog,
+        visibility_timeout_s=services.settings.broker_visibility_timeout_s,
+        prices=services.prices,
     )
     run = runs.create_run(session, plan=plan)
     session.commit()
@@ -66,7 +69,10 @@ def preview_run(config: RunConfig, session: SessionDep, services: ServicesDep) -
     """What `POST /api/runs` would start, with a cost and time estimate; nothing is stored.
     The same configuration is refused here as there, with the same 422."""
     plan = plan_run(
-        config, catalog=services.catalog, visibility_timeout_s=services.settings.broker_visibility_timeout_s
+        config,
+        catalog=services.catalog,
+        visibility_timeout_s=services.settings.broker_visibility_timeout_s,
+        prices=services.prices,
     )
     runs.require_agents(session, config=plan.config)
     return planned_run(session, plan)

@@ -1,0 +1,1 @@
+"""Adapter: mini-swe-agent run on Clade's sandbox contract."""
