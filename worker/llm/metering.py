@@ -34,9 +34,12 @@ from worker.llm.records import (
 )
 from worker.llm.redact import Redactor
 from worker.llm.request_fields import REPLY_LIMIT_KEYS, FieldRefusal, check_request
+from worker.llm.retry import CallBounds
 from worker.llm.upstream import Upstream, UpstreamError
 
 log = logging.getLogger("clade.gateway")
+# Retries end this long before the agent's client gives up, so that it reads the error.
+CLIENT_MARGIN_S = 2.0
 
 
 @dataclass
@@ -77,6 +80,8 @@ class MeteredChat:
         self._in_flight = 0
         # Real prompt tokens per estimated one, the highest seen: estimates only ever grow to fit.
         self._prompt_ratio = 1.0
+        # Set when the gateway stops: a call waiting to retry gives up at once.
+        self._stopping = threading.Event()
 
     @property
     def calls(self) -> list[LLMCall]:
@@ -92,12 +97,18 @@ class MeteredChat:
         with self._lock:
             return self._in_flight
 
+    def stop(self) -> None:
+        """No more retries: calls in flight end with their last error (the sandbox is going)."""
+        self._stopping.set()
+
     def wait_idle(self, timeout: float) -> bool:
         """Wait until no upstream call is in flight; False if some still are after `timeout`."""
         with self._idle:
             return self._idle.wait_for(lambda: self._in_flight == 0, timeout=timeout)
 
-    def complete(self, body: object) -> Reply:
+    def complete(self, body: object, *, client_timeout_s: float | None = None) -> Reply:
+        """One call. `client_timeout_s` is how long the caller waits for the answer (the openai
+        client says so in a header): retries upstream end in time for it to read the error."""
         started_at, t0 = datetime.now(UTC), time.monotonic()
         if not isinstance(body, dict):
             return _error(400, "the request body must be a JSON object", "invalid_request_error")
@@ -105,6 +116,8 @@ class MeteredChat:
             seq = next(self._seq)
         requested = body.get("model") if isinstance(body.get("model"), str) else None
         messages, truncated = record_messages(body.get("messages"), self._max_record_chars)
+        tools = body.get("tools")
+        tools_offered = len(tools) if isinstance(tools, list) else 0
 
         def record(status: CallStatus, http_status: int, **fields: Any) -> None:
             call = LLMCall(
@@ -119,6 +132,7 @@ class MeteredChat:
                 http_status=http_status,
                 request_messages=messages,
                 truncated=truncated,
+                tools_offered=tools_offered,
                 **fields,
             )
             with self._lock:
@@ -137,15 +151,15 @@ class MeteredChat:
 
         if body.get("stream"):
             message = "streaming is not supported by the Clade LLM gateway; send stream=false"
-            record("error", 400, error=message)
+            record("error", 400, error=message, **_refused("stream_unsupported"))
             return _error(400, message, "invalid_request_error", "stream_unsupported")
         model = self._pinned_model or requested
         if not model:
-            record("error", 400, error="no model given")
+            record("error", 400, error="no model given", **_refused(None))
             return _error(400, "'model' is required", "invalid_request_error")
         shape = check_request(body)
         if isinstance(shape, FieldRefusal):
-            record("error", 400, error=shape.message)
+            record("error", 400, error=shape.message, **_refused("unsupported_field"))
             return _error(400, shape.message, "invalid_request_error", "unsupported_field", param=shape.field)
         estimate = self._prompt_estimate(body)
         held = self._meter.check() or self._meter.hold(
@@ -155,7 +169,7 @@ class MeteredChat:
             choices=shape.choices,
         )
         if isinstance(held, BudgetRefusal):
-            record("budget_exceeded", 429, error=held.message)
+            record("budget_exceeded", 429, error=held.message, **_refused(held.code, "budget_exceeded"))
             reply = _error(429, held.message, "budget_exceeded", held.code)
             reply.headers["x-should-retry"] = "false"  # the openai client would retry a 429
             return reply
@@ -165,8 +179,9 @@ class MeteredChat:
             body = {**body, **dict.fromkeys(keys, held.reply_cap)}
         with self._lock:
             self._in_flight += 1
+        deadline = None if client_timeout_s is None else t0 + client_timeout_s - CLIENT_MARGIN_S
         try:
-            return self._forward(body, model, record, estimate)
+            return self._forward(body, model, record, estimate, deadline)
         finally:
             self._meter.release(held)
             # Only once the call is metered and recorded: `wait_idle` promises exactly that.
@@ -181,15 +196,44 @@ class MeteredChat:
         with self._lock:
             return math.ceil(raw * self._prompt_ratio)
 
-    def _forward(self, body: dict[str, Any], model: str, record: Callable[..., None], estimate: int) -> Reply:
+    def _forward(
+        self,
+        body: dict[str, Any],
+        model: str,
+        record: Callable[..., None],
+        estimate: int,
+        deadline: float | None,
+    ) -> Reply:
         """Send the call upstream, meter what it cost and record it."""
+        bounds = CallBounds(deadline=deadline, stop=self._stopping)
         try:
-            response = self._upstream.chat_completions({**body, "model": model})
+            response = self._upstream.chat_completions({**body, "model": model}, bounds)
         except UpstreamError as exc:
             status = 502 if exc.status in (401, 403) else exc.status  # our key, not the agent's
             message = self._redact(exc.message)
-            record("error", status, error=message)
-            return _error(status, message, exc.error_type)
+            waits = [a.wait_s for a in bounds.attempts if a.wait_s is not None]
+            record(
+                "error",
+                status,
+                error=message,
+                error_code=exc.code,
+                error_type=exc.error_type,
+                error_source="upstream",
+                upstream_status=exc.upstream_status,
+                attempts=max(exc.attempts, len(bounds.attempts)),
+                retry_waits_s=waits,
+            )
+            reply = _error(status, message, exc.error_type, exc.code)
+            # The gateway has made its retries already: another round from the agent's client
+            # would only repeat them against the same deadline. The agent's own loop decides.
+            reply.headers["x-should-retry"] = "false"
+            if exc.retry_after_s is not None:
+                reply.headers["retry-after"] = str(math.ceil(exc.retry_after_s))
+            return reply
+        retried = {
+            "attempts": len(bounds.attempts) + 1,
+            "retry_waits_s": [a.wait_s for a in bounds.attempts if a.wait_s is not None],
+        }
         prompt, completion, estimated = _usage(response, body.get("messages"))
         raw = _raw_prompt_estimate(body)
         if not estimated and raw > 0 and prompt > estimate:
@@ -208,6 +252,7 @@ class MeteredChat:
             price_known=known,
             usage_estimated=estimated,
             response_message=_first_message(response, self._max_record_chars),
+            **retried,
         )
         return Reply(200, response)
 
@@ -224,7 +269,7 @@ class MeteredChat:
             return Reply(200, self._upstream.list_models())
         except UpstreamError as exc:
             status = 502 if exc.status in (401, 403) else exc.status
-            return _error(status, self._redact(exc.message), exc.error_type)
+            return _error(status, self._redact(exc.message), exc.error_type, exc.code)
 
     def _cost(self, answered: str, asked: str, prompt: int, completion: int) -> tuple[float, bool]:
         # Price what answered (e.g. a dated snapshot); fall back to the name that was asked for.
@@ -239,6 +284,11 @@ def _error(
     if param is not None:
         payload["error"]["param"] = param
     return Reply(status, payload)
+
+
+def _refused(code: str | None, error_type: str = "invalid_request_error") -> dict[str, Any]:
+    """The record fields of a call the gateway itself refused (it never went upstream)."""
+    return {"error_code": code, "error_type": error_type, "error_source": "gateway"}
 
 
 def _raw_prompt_estimate(body: dict[str, Any]) -> int:
