@@ -18,8 +18,8 @@ import pytest
 from worker.llm.budget import Budget
 from worker.llm.gateway import GatewayConfig, GatewayError, LLMGateway
 from worker.llm.pricing import PriceTable
-from worker.llm.script import ScriptedModel
 from worker.llm.retry import CallBounds
+from worker.llm.script import ScriptedModel
 from worker.llm.scripted import ScriptedServer
 from worker.llm.upstream import OpenAICompatibleUpstream
 
