@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import httpx2
 import openai
 import pytest
 
@@ -54,18 +55,20 @@ def gateway(sock_dir: Path, proxy: fp.FaultProxy) -> Iterator[LLMGateway]:
 
 def agent_client(gateway: LLMGateway, timeout: float = 30) -> openai.OpenAI:
     """The seed agent's client (it retries twice on its own), over the gateway's socket."""
-    transport = httpx.HTTPTransport(uds=str(gateway.config.socket_path))
+    # The openai package's own httpx (a fork it ships): its transport reaches a unix socket.
+    transport = httpx2.HTTPTransport(uds=str(gateway.config.socket_path))
     return openai.OpenAI(
         base_url="http://gateway/v1",
         api_key="clade-sandbox",
         max_retries=2,
         timeout=timeout,
-        http_client=httpx.Client(transport=transport),
+        http_client=openai.DefaultHttpxClient(transport=transport),
     )
 
 
 def call(gateway: LLMGateway, timeout: float = 30) -> Any:
-    return agent_client(gateway, timeout).chat.completions.create(model="scripted", messages=ask("hello"))
+    messages: Any = ask("hello")
+    return agent_client(gateway, timeout).chat.completions.create(model="scripted", messages=messages)
 
 
 RECOVERED = {
@@ -269,7 +272,7 @@ def test_a_stopping_gateway_makes_no_further_attempt(sock_dir: Path, proxy: fp.F
 
 def _call_ignoring_errors(gateway: LLMGateway) -> None:
     # The gateway answers the error as it stops, or closes the connection: either is the point.
-    with contextlib.suppress(openai.APIError, httpx.TransportError):
+    with contextlib.suppress(openai.APIError, httpx2.TransportError):
         call(gateway)
 
 
