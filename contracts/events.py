@@ -144,6 +144,9 @@ class EvaluationDone(Payload):
     infrastructure_failure: str | None = optional(
         "Why the evaluation could not be run (it counts as unresolved); absent when it ran."
     )
+    warnings: list[str] | None = optional(
+        "What its model calls showed (e.g. `the model never used a tool`); absent when nothing."
+    )
 
 
 class AgentVerdict(Payload):

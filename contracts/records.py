@@ -87,6 +87,8 @@ class EvaluationResult(Record):
     tampered: str | None = None
     # Set when the evaluation's utility has a judge and it was asked; `resolved` combines both.
     judge: JudgeVerdict | None = None
+    # What the run's calls showed that no verdict says (e.g. "the model never used a tool").
+    warnings: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _tampered_is_never_resolved(self) -> EvaluationResult:

@@ -52,6 +52,7 @@ def record_evaluation(
             evaluation,
             worker=worker.name if worker is not None else None,
             infrastructure_failure=result.infrastructure_failure or None,
+            warnings=result.warnings or None,
         )
     )
     return evaluation
@@ -63,6 +64,7 @@ def evaluation_done(
     worker: str | None = None,
     reused_from: str | None = None,
     infrastructure_failure: str | None = None,
+    warnings: list[str] | None = None,
 ) -> Event:
     """The `evaluation_done` event of a finished evaluation: measured by `worker`, or reused."""
     payload = EvaluationDone(
@@ -73,6 +75,7 @@ def evaluation_done(
         reused_from=reused_from,
         worker=worker,
         infrastructure_failure=infrastructure_failure,
+        warnings=warnings,
     )
     return events.event_row(payload, run_id=evaluation.run_id)
 

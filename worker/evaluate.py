@@ -22,6 +22,7 @@ from contracts.jobs import EvaluateJob
 from contracts.records import Durations, EvaluationResult, EvaluationSubmission
 from sandbox.base import SandboxError
 from worker.agent_runner import AgentRun, run_agent
+from worker.call_review import tool_warning, upstream_failure
 from worker.context import WorkerContext
 from worker.errors import InfrastructureError
 from worker.judge import judge, wanted
@@ -97,6 +98,13 @@ def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
         outcome.failure,
     )
     calls = outcome.calls
+    # A run whose every model call the upstream failed measured the upstream, not the agent.
+    cause = upstream_failure(outcome.calls)
+    if cause is not None and not result.resolved:
+        result.infrastructure_failure = cause
+    warning = tool_warning(outcome.calls)
+    if warning is not None:
+        result.warnings.append(warning)
     if job.judge is not None and wanted(job.judge, result):
         judged = judge(ctx, job, job.judge, task.problem_statement, result, outcome.calls)
         result, calls = judged.result, calls + judged.calls

@@ -7,6 +7,8 @@ from typing import Any, Protocol, cast
 
 import openai
 
+from agent.textcalls import calls_in_text
+
 Message = dict[str, Any]
 BUDGET_EXCEEDED = "budget_exceeded"
 # Every call says how long a reply may be: without it a server writes to its own limit (a local
@@ -72,13 +74,16 @@ class OpenAIModel:
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=2)
 
     def query(self, messages: list[Message], *, timeout_s: float) -> Reply:
+        # `tool_choice` spelled out with the tools: some servers return tool calls only when asked
+        # for "auto" (no tools: neither, an empty list is refused by some).
+        offer: dict[str, Any] = {"tools": self.tools, "tool_choice": "auto"} if self.tools else {}
         try:
             response = self.client.chat.completions.create(
                 model=self.name,
                 messages=cast(Any, messages),
-                tools=cast(Any, self.tools),
                 timeout=timeout_s,
                 max_tokens=self.reply_tokens,
+                **offer,
             )
         except openai.APIStatusError as exc:
             raise ModelError(exc.message, status=exc.status_code, type=exc.type, code=exc.code) from exc
@@ -92,6 +97,10 @@ class OpenAIModel:
             for call in choice.tool_calls or []
             if call.type == "function"
         ]
+        if not calls and choice.content:  # a call written as text (small and local models)
+            offered = {str(tool.get("function", {}).get("name")) for tool in self.tools}
+            written = calls_in_text(choice.content, offered)
+            calls = [ToolCall(f"text-call-{i}", name, args) for i, (name, args) in enumerate(written)]
         message: Message = {"role": "assistant", "content": choice.content or ""}
         if calls:
             message["tool_calls"] = [call.as_message_part() for call in calls]

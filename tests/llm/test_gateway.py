@@ -18,6 +18,7 @@ import pytest
 from worker.llm.budget import Budget
 from worker.llm.gateway import GatewayConfig, GatewayError, LLMGateway
 from worker.llm.pricing import PriceTable
+from worker.llm.retry import CallBounds
 from worker.llm.script import ScriptedModel
 from worker.llm.scripted import ScriptedServer
 from worker.llm.upstream import OpenAICompatibleUpstream
@@ -133,7 +134,7 @@ class NoUsageUpstream:
     def __init__(self) -> None:
         self.model = ScriptedModel(fix_script())
 
-    def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
+    def chat_completions(self, body: dict[str, Any], bounds: CallBounds | None = None) -> dict[str, Any]:
         _, response = self.model.respond(body)
         del response["usage"]
         return response
@@ -174,7 +175,7 @@ class SlowUpstream(NoUsageUpstream):
         super().__init__()
         self.release = release
 
-    def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
+    def chat_completions(self, body: dict[str, Any], bounds: CallBounds | None = None) -> dict[str, Any]:
         self.release.wait(10)
         return super().chat_completions(body)
 

@@ -217,5 +217,9 @@ def test_the_key_is_cut_out_of_upstream_errors_in_every_form(sock_dir: Path, kin
         json.dumps([c.model_dump(mode="json") for c in gateway.calls]),
     ):
         assert longest_run_of(LONG_KEY, answer) < 8, answer
-    # What was redacted is still there to read, around the mark.
-    assert "[redacted]" in response.text or kind == "html cut inside the key"
+    if content_type == "text/html":
+        # An HTML page is answered as its text: markup (the link and its token) is dropped.
+        assert "retry" in response.text or "Authorization: Bearer [redacted]" in response.text
+    else:
+        # What was redacted is still there to read, around the mark.
+        assert "[redacted]" in response.text

@@ -194,3 +194,28 @@ def test_sigterm_still_leaves_a_trajectory(workspace: dict[str, Path]) -> None:
         assert proc.wait(timeout=10) != 0
     trajectory = json.loads((workspace["out"] / "trajectory.json").read_text())
     assert trajectory["exit_reason"] == "terminated"
+
+
+def test_tools_are_offered_with_tool_choice_auto_spelled_out(workspace: dict[str, Path]) -> None:
+    """Issue 20, defect 7: `tools` went without `tool_choice`; some servers then never call a tool."""
+    script = [bash_call("true"), final_answer("done")]
+    with ScriptedModelServer(script) as server:
+        proc = run_agent(server, workspace)
+    assert proc.returncode == 0, proc.stderr
+    assert len(server.requests) == 2
+    for request in server.requests:
+        assert request["tools"] and request["tool_choice"] == "auto"
+
+
+def test_a_tool_call_written_as_text_is_run(workspace: dict[str, Path]) -> None:
+    # A small local model's habit: the call's JSON between <tool_call> tags, in the content.
+    call = {"name": "bash", "arguments": {"command": "sed -i 's/hello/goodbye/' greet.py"}}
+    written = completion(
+        {"role": "assistant", "content": f"<tool_call>\n{json.dumps(call)}\n</tool_call>"}, "stop"
+    )
+    with ScriptedModelServer([written, final_answer("done")]) as server:
+        proc = run_agent(server, workspace)
+    assert proc.returncode == 0, proc.stderr
+    assert (workspace["repo"] / "greet.py").read_text() == 'GREETING = "goodbye"\n'
+    tool_reply = server.requests[1]["messages"][-1]
+    assert tool_reply["role"] == "tool" and tool_reply["content"] == "Exit code: 0"

@@ -75,16 +75,18 @@ class FallbackChat:
     def models(self) -> Reply:
         return self.chat.models()
 
-    def complete(self, body: object) -> Reply:
+    def complete(self, body: object, *, client_timeout_s: float | None = None) -> Reply:
         if len(self.order) < 2:
-            return self.chat.complete(body)
+            return self.chat.complete(body, client_timeout_s=client_timeout_s)
         with self._lock:
             left = [m for m in self.order if m not in self._missing] or [self.order[-1]]
         after: str | None = None
         reply = Reply(500, {})
         for index, model in enumerate(left):
             why = "primary" if model == self.order[0] else "fallback"
-            reply = self.chat.complete(body, CallRoute(model=model, why=why, after=after))
+            reply = self.chat.complete(
+                body, CallRoute(model=model, why=why, after=after), client_timeout_s=client_timeout_s
+            )
             reason = fallback_reason(reply)
             if reason is None:
                 return reply

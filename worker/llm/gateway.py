@@ -8,6 +8,7 @@ and stopped as a context manager); what happens to a request is `metering`.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import stat
 from collections.abc import Sequence
@@ -36,6 +37,8 @@ from worker.llm.upstream import Upstream
 
 log = logging.getLogger(__name__)
 
+# The openai client (Python) says in this header how long it waits for an answer.
+CLIENT_TIMEOUT = "x-stainless-read-timeout"
 MAX_UNIX_PATH = 107  # sun_path is 108 bytes including the terminating NUL
 
 
@@ -110,6 +113,7 @@ class LLMGateway:
             return
         self._server.stop()
         self._server = None
+        self.chat.stop()
         self.chat.wait_idle(self.config.stop_grace_s)
         self.config.socket_path.unlink(missing_ok=True)
 
@@ -155,6 +159,14 @@ class LLMGateway:
         return server
 
 
+def _client_timeout(value: str | None) -> float | None:
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and math.isfinite(seconds) and seconds > 0 else None
+
+
 class _GatewayHandler(JSONHandler):
     chat: FallbackChat  # bound per gateway by LLMGateway.start
     job_ids: dict[str, str]
@@ -169,7 +181,9 @@ class _GatewayHandler(JSONHandler):
             self.send_failure(failure)
             return
         with log_ids(**self.job_ids):
-            reply = self.chat.complete(body)
+            reply = self.chat.complete(
+                body, client_timeout_s=_client_timeout(self.headers.get(CLIENT_TIMEOUT))
+            )
         self.send_json(reply.status, reply.payload, reply.headers)
 
     def do_GET(self) -> None:

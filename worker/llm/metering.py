@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import math
 import os
 import threading
 import time
@@ -35,9 +36,12 @@ from worker.llm.records import (
 )
 from worker.llm.redact import Redactor
 from worker.llm.request_fields import REPLY_LIMIT_KEYS, FieldRefusal, check_request, refused_reply_key
+from worker.llm.retry import CallBounds
 from worker.llm.upstream import Upstream, UpstreamError
 
 log = logging.getLogger("clade.gateway")
+# Retries end this long before the agent's client gives up, so that it reads the error.
+CLIENT_MARGIN_S = 2.0
 
 
 @dataclass
@@ -81,6 +85,8 @@ class MeteredChat:
         self._estimator = PromptEstimator()
         # Reply-limit keys this upstream refused (e.g. both at once): not sent again.
         self._refused_keys: set[str] = set()
+        # Set when the gateway stops: a call waiting to retry gives up at once.
+        self._stopping = threading.Event()
 
     @property
     def calls(self) -> list[LLMCall]:
@@ -96,14 +102,22 @@ class MeteredChat:
         with self._lock:
             return self._in_flight
 
+    def stop(self) -> None:
+        """No more retries: calls in flight end with their last error (the sandbox is going)."""
+        self._stopping.set()
+
     def wait_idle(self, timeout: float) -> bool:
         """Wait until no upstream call is in flight; False if some still are after `timeout`."""
         with self._idle:
             return self._idle.wait_for(lambda: self._in_flight == 0, timeout=timeout)
 
-    def complete(self, body: object, route: CallRoute | None = None) -> Reply:
-        """`route`: the configured model to send this call to instead of the pinned one (a
-        fallback, worker/llm/fallback.py), kept on the call's record."""
+    def complete(
+        self, body: object, route: CallRoute | None = None, *, client_timeout_s: float | None = None
+    ) -> Reply:
+        """One call. `route`: the configured model to send this call to instead of the pinned one
+        (a fallback, worker/llm/fallback.py), kept on the call's record. `client_timeout_s` is how
+        long the caller waits for the answer (the openai client says so in a header): retries
+        upstream end in time for it to read the error."""
         started_at, t0 = datetime.now(UTC), time.monotonic()
         if not isinstance(body, dict):
             return _error(400, "the request body must be a JSON object", "invalid_request_error")
@@ -112,6 +126,8 @@ class MeteredChat:
         requested = body.get("model") if isinstance(body.get("model"), str) else None
         pinned = route.model if route is not None else self._pinned_model
         messages, truncated = record_messages(body.get("messages"), self._max_record_chars)
+        tools = body.get("tools")
+        tools_offered = len(tools) if isinstance(tools, list) else 0
 
         def record(status: CallStatus, http_status: int, **fields: Any) -> None:
             call = LLMCall(
@@ -127,6 +143,7 @@ class MeteredChat:
                 http_status=http_status,
                 request_messages=messages,
                 truncated=truncated,
+                tools_offered=tools_offered,
                 **fields,
             )
             with self._lock:
@@ -145,15 +162,15 @@ class MeteredChat:
 
         if body.get("stream"):
             message = "streaming is not supported by the Clade LLM gateway; send stream=false"
-            record("error", 400, error=message)
+            record("error", 400, error=message, **_refused("stream_unsupported"))
             return _error(400, message, "invalid_request_error", "stream_unsupported")
         model = pinned or requested
         if not model:
-            record("error", 400, error="no model given")
+            record("error", 400, error="no model given", **_refused(None))
             return _error(400, "'model' is required", "invalid_request_error")
         shape = check_request(body)
         if isinstance(shape, FieldRefusal):
-            record("error", 400, error=shape.message)
+            record("error", 400, error=shape.message, **_refused("unsupported_field"))
             return _error(400, shape.message, "invalid_request_error", "unsupported_field", param=shape.field)
         raw = _raw_prompt_estimate(body)
         estimate = self._estimator.estimate(raw)
@@ -169,7 +186,7 @@ class MeteredChat:
             )
             held = held if isinstance(retry, BudgetRefusal) else retry
         if isinstance(held, BudgetRefusal):
-            record("budget_exceeded", 429, error=held.message)
+            record("budget_exceeded", 429, error=held.message, **_refused(held.code, "budget_exceeded"))
             reply = _error(429, held.message, "budget_exceeded", held.code)
             reply.headers["x-should-retry"] = "false"  # the openai client would retry a 429
             return reply
@@ -180,8 +197,9 @@ class MeteredChat:
             body = self._with_reply_limit(body, limit)
         with self._lock:
             self._in_flight += 1
+        deadline = None if client_timeout_s is None else t0 + client_timeout_s - CLIENT_MARGIN_S
         try:
-            return self._forward(body, model, record, raw)
+            return self._forward(body, model, record, raw, deadline)
         finally:
             self._meter.release(held)
             # Only once the call is metered and recorded: `wait_idle` promises exactly that.
@@ -195,12 +213,12 @@ class MeteredChat:
         kept = {k: v for k, v in body.items() if k not in refused}
         return kept | dict.fromkeys((k for k in REPLY_LIMIT_KEYS if k not in refused), limit)
 
-    def _send(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _send(self, body: dict[str, Any], bounds: CallBounds) -> dict[str, Any]:
         """The upstream's answer; a refusal of one of the reply-limit keys we wrote (OpenAI refuses
         both at once, some servers refuse `max_completion_tokens`) is retried once without it,
         and the key is not sent to this upstream again."""
         try:
-            return self._upstream.chat_completions(body)
+            return self._upstream.chat_completions(body, bounds)
         except UpstreamError as exc:
             sent = [k for k in REPLY_LIMIT_KEYS if body.get(k) is not None]
             refused = refused_reply_key(exc.status, exc.message, sent)
@@ -209,17 +227,46 @@ class MeteredChat:
             log.info("upstream refused %r (%s); sending the reply limit without it", refused, exc.message)
             with self._lock:
                 self._refused_keys.add(refused)
-            return self._upstream.chat_completions({k: v for k, v in body.items() if k != refused})
+            return self._upstream.chat_completions({k: v for k, v in body.items() if k != refused}, bounds)
 
-    def _forward(self, body: dict[str, Any], model: str, record: Callable[..., None], raw: int) -> Reply:
+    def _forward(
+        self,
+        body: dict[str, Any],
+        model: str,
+        record: Callable[..., None],
+        raw: int,
+        deadline: float | None,
+    ) -> Reply:
         """Send the call upstream, meter what it cost and record it."""
+        bounds = CallBounds(deadline=deadline, stop=self._stopping)
         try:
-            response = self._send({**body, "model": model})
+            response = self._send({**body, "model": model}, bounds)
         except UpstreamError as exc:
             status = 502 if exc.status in (401, 403) else exc.status  # our key, not the agent's
             message = self._redact(exc.message)
-            record("error", status, error=message)
-            return _error(status, message, exc.error_type)
+            waits = [a.wait_s for a in bounds.attempts if a.wait_s is not None]
+            record(
+                "error",
+                status,
+                error=message,
+                error_code=exc.code,
+                error_type=exc.error_type,
+                error_source="upstream",
+                upstream_status=exc.upstream_status,
+                attempts=max(exc.attempts, len(bounds.attempts)),
+                retry_waits_s=waits,
+            )
+            reply = _error(status, message, exc.error_type, exc.code)
+            # The gateway has made its retries already: another round from the agent's client
+            # would only repeat them against the same deadline. The agent's own loop decides.
+            reply.headers["x-should-retry"] = "false"
+            if exc.retry_after_s is not None:
+                reply.headers["retry-after"] = str(math.ceil(exc.retry_after_s))
+            return reply
+        retried = {
+            "attempts": len(bounds.attempts) + 1,
+            "retry_waits_s": [a.wait_s for a in bounds.attempts if a.wait_s is not None],
+        }
         usage, estimated = _usage(response, body.get("messages"))
         if not estimated:
             self._estimator.observe(raw, usage.prompt)
@@ -237,6 +284,7 @@ class MeteredChat:
             price_known=priced.price_known,
             usage_estimated=estimated,
             response_message=_first_message(response, self._max_record_chars),
+            **retried,
         )
         return Reply(200, response)
 
@@ -253,7 +301,7 @@ class MeteredChat:
             return Reply(200, self._upstream.list_models())
         except UpstreamError as exc:
             status = 502 if exc.status in (401, 403) else exc.status
-            return _error(status, self._redact(exc.message), exc.error_type)
+            return _error(status, self._redact(exc.message), exc.error_type, exc.code)
 
 
 def _error(
@@ -263,6 +311,11 @@ def _error(
     if param is not None:
         payload["error"]["param"] = param
     return Reply(status, payload)
+
+
+def _refused(code: str | None, error_type: str = "invalid_request_error") -> dict[str, Any]:
+    """The record fields of a call the gateway itself refused (it never went upstream)."""
+    return {"error_code": code, "error_type": error_type, "error_source": "gateway"}
 
 
 def _raw_prompt_estimate(body: dict[str, Any]) -> int:

@@ -87,6 +87,17 @@ class LLMCall(RecordModel):
     status: CallStatus
     http_status: int = 200
     error: str | None = None
+    # Why a failed call failed, in machine-readable form: the upstream's own code where it sent one
+    # (`context_length_exceeded`, `rate_limit_exceeded`), else the gateway's (`upstream_timeout`, ...).
+    error_code: str | None = None
+    error_type: str | None = None
+    error_source: Literal["gateway", "upstream"] | None = Field(
+        default=None, description="who failed the call: the gateway refused it, or the upstream"
+    )
+    upstream_status: int | None = Field(default=None, description="the HTTP status the upstream sent")
+    attempts: int = Field(default=1, ge=1, description="tries sent upstream (retries included)")
+    retry_waits_s: list[float] = Field(default_factory=list, description="the waits before each retry")
+    tools_offered: int = Field(default=0, ge=0, description="tools the request offered the model")
     request_messages: list[RecordedMessage] = Field(default_factory=list)
     response_message: RecordedMessage | None = None
     truncated: bool = False
@@ -95,6 +106,10 @@ class LLMCall(RecordModel):
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def returned_tool_call(self) -> bool:
+        return self.response_message is not None and bool(self.response_message.tool_calls)
 
 
 class UsageSummary(RecordModel):

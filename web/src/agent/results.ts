@@ -139,6 +139,7 @@ function detail(result: EvaluationResult | null | undefined): HTMLElement {
         )
       : null,
     result.failure ? h("p", { class: "error-box" }, result.failure) : null,
+    ...(result.warnings ?? []).map((warning) => h("p", { class: "warning-box" }, `Warning: ${warning}`)),
     d
       ? h(
           "p",
