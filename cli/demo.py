@@ -37,6 +37,11 @@ DEMO_CONFIG: dict[str, Any] = {
     # The best agent is chosen on tasks no stage used: the top 2 on 3 of the other 22.
     "evaluation": {"heldout": {"sample": 3, "top_k": 2}},
 }
+# The scripted stand-in's model name has an invented price in the price table, so that demos
+# show costs moving. Against a real endpoint that price is no one's: the name either is refused
+# (nothing is billed) or answered by a local server's own model (free). Real costs need the
+# model's real name and price (models.prices).
+REAL_ENDPOINT_PRICES: dict[str, Any] = {"scripted": {"prompt": 0.0, "completion": 0.0}}
 SHOWN = (
     "child_created",
     "agent_admitted",
@@ -64,8 +69,11 @@ def run_demo(stack: Stack, client: ApiClient, console: Console, max_children: in
         data={"name": "clade-seed"},
     )
     console.print(f"seed agent imported: {seed['id']}")
-    config = DEMO_CONFIG | {"seed_agent": seed["id"]}
-    config["budget"] = DEMO_CONFIG["budget"] | {"max_children": max_children}
+    config = demo_config(seed["id"], max_children, scripted=stack.scripted)
+    if not stack.scripted:
+        console.print(
+            "costs: the model name 'scripted' at a real endpoint is counted at $0, not the stand-in's price"
+        )
     run = client.post("/api/runs", json=config)
     console.print(
         f"run {run['id']} started: {max_children} children, stages mini-5 (>= 20% to go on) then mini-10;"
@@ -88,6 +96,15 @@ def run_demo(stack: Stack, client: ApiClient, console: Console, max_children: in
         time.sleep(1.0)
     best = summarize(client, console, run["id"])
     return str(run["id"]), best
+
+
+def demo_config(seed_id: str, max_children: int, *, scripted: bool) -> dict[str, Any]:
+    """The demo's run configuration; at a real endpoint, the stand-in's price is not used."""
+    config = DEMO_CONFIG | {"seed_agent": seed_id}
+    config["budget"] = DEMO_CONFIG["budget"] | {"max_children": max_children}
+    if not scripted:
+        config["models"] = {"prices": REAL_ENDPOINT_PRICES}
+    return config
 
 
 def summarize(client: ApiClient, console: Console, run_id: str) -> str | None:
