@@ -6,6 +6,8 @@ every call it made cost $0, flagged only in the usage records; the run stored no
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.servers import AppService
 from tests.service.helpers import config
 
@@ -70,3 +72,22 @@ def test_a_bad_declared_price_names_its_field(service: AppService, seed_id: str)
         answer = client.post("/api/runs", json=body)
     assert answer.status_code == 422
     assert answer.json()["detail"][0]["loc"] == ["body", "models", "prices", "m", "prompt"]
+
+
+def test_the_demo_at_a_real_endpoint_does_not_charge_the_stand_ins_price() -> None:
+    """Fails on main: `clade demo` against a real endpoint billed the free local model at the
+    scripted stand-in's invented price ($0.0117 for a one-child demo)."""
+    from benchmarks.catalog import BenchmarkCatalog
+    from cli.demo import SCRIPTED, DemoModel, demo_config
+    from contracts.config import RunConfig
+    from service.plan import plan_run
+
+    def stored(model: DemoModel) -> dict[str, Any]:
+        config = RunConfig.model_validate(demo_config("a" * 40, 1, model))
+        plan = plan_run(config, catalog=BenchmarkCatalog(), visibility_timeout_s=10**6)
+        return plan.config.models.prices[model.name].model_dump()
+
+    # At a real endpoint the demo asks for the model it is given, at the price it declares.
+    local = stored(DemoModel("smollm2", (0.0, 0.0)))
+    assert local["prompt"] == 0.0 and local["completion"] == 0.0
+    assert stored(SCRIPTED)["prompt"] == 1.0  # the stand-in keeps its price: demos show costs
