@@ -67,7 +67,7 @@ def test_a_refused_primary_falls_back_to_the_next_model(
     assert refused.route is not None and refused.route.why == "primary"
     assert answered.status == "ok" and answered.model == "scripted-backup"
     assert answered.route is not None and answered.route.why == "fallback"
-    assert answered.route.after == "scripted-gone: 404 invalid_request_error"
+    assert answered.route.after == "scripted-gone: 404 model_not_found"
     # Priced as the fallback model, at its own price.
     assert answered.cost_usd == pytest.approx(
         (answered.prompt_tokens * 10.0 + answered.completion_tokens * 20.0) / 1e6
@@ -99,7 +99,7 @@ def test_when_every_model_refuses_the_last_refusal_is_the_answer() -> None:
         ("scripted-gone-too", 404),
     ]
     assert metered.calls[1].route is not None and metered.calls[1].route.after == (
-        "scripted-gone: 404 invalid_request_error"
+        "scripted-gone: 404 model_not_found"
     )
 
 

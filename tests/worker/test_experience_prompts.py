@@ -54,7 +54,7 @@ class Chat:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.calls: list[Any] = []
 
-    def complete(self, body: dict[str, Any]) -> Any:
+    def complete(self, body: dict[str, Any], *, client_timeout_s: float | None = None) -> Any:
         Chat.prompts.append(body["messages"][-1]["content"])
         return mock.Mock(status=200, payload={"choices": [{"message": {"content": "Check your work."}}]})
 

@@ -59,7 +59,11 @@ def test_the_diagnosis_asks_for_a_bounded_reply_under_a_lease() -> None:
 
 
 def _seed_model() -> ModuleType:
-    """The seed agent's model client, as the agent imports it in its sandbox (its own package)."""
+    """The seed agent's model client, as the agent imports it in its sandbox (its own package,
+    `agent`, on the path: the client imports its siblings)."""
+    root = str(SEED_MODEL.parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
     spec = importlib.util.spec_from_file_location("clade_seed_model", SEED_MODEL)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
