@@ -52,6 +52,15 @@ def _evaluation_done(event: ev.EvaluationDoneEvent) -> str:
     return f"  {short(p.agent_id)} on {p.task_id}: {mark}"
 
 
+def _stage_stopped(event: ev.StageStoppedEvent) -> str:
+    p = event.payload
+    verdict = "passed" if p.passed else "failed"
+    return (
+        f"agent {short(p.agent_id)} stage {p.stage + 1} {verdict}: {p.reason} after {p.tasks} of "
+        f"{p.stage_tasks} tasks ({p.resolved}/{p.evaluations} resolved)"
+    )
+
+
 def _agent_verdict(event: ev.AgentAdmittedEvent | ev.AgentRejectedEvent) -> str:
     p = event.payload
     verdict = "admitted" if isinstance(event, ev.AgentAdmittedEvent) else "rejected"
@@ -110,6 +119,7 @@ RENDERERS: dict[type[ev.Envelope], Callable[[Any], str]] = {
     ev.AgentAdmittedEvent: _agent_verdict,
     ev.AgentRejectedEvent: _agent_verdict,
     ev.AgentRescoredEvent: _as_json,
+    ev.StageStoppedEvent: _stage_stopped,
     ev.EpochStartedEvent: _as_json,
     ev.IslandMigrationEvent: _island_migration,
     ev.ExperienceUpdatedEvent: _experience_updated,

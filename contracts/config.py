@@ -190,15 +190,37 @@ class HeldoutConfig(StrictModel):
         return self
 
 
+class RacingConfig(StrictModel):
+    """The `racing` evaluation policy (docs/racing.md): a stage's tasks are sent `batch` at a
+    time and, after each batch, a one-sided Wilson bound at `confidence` stops the agent early:
+    it cannot reach the stage's threshold, or cannot beat its parent (`beat_parent`), or cannot
+    enter the run's `top_k` (null: no such rule); or it clearly passes a stage with a threshold."""
+
+    batch: int = Field(default=5, ge=1, le=10_000)
+    confidence: float = Field(default=0.95, ge=0.5, lt=1.0)
+    beat_parent: bool = True
+    top_k: int | None = Field(default=3, ge=1, le=1000)
+
+
 class EvaluationConfig(StrictModel):
     """How scores are measured. `trials`: each stage task is run this many times, the score
     being the fraction resolved over all of them. `reuse`: a result of identical code on the same
     task and settings is copied instead of run again, from this run (`run`, the default) or from
-    any run in the archive (`archive`), or never (`none`). `heldout`: see HeldoutConfig."""
+    any run in the archive (`archive`), or never (`none`). `heldout`: see HeldoutConfig.
+    `policy`: how an agent goes through the stages, every task of each (`stages`, DGM's) or in
+    batches stopped early by a confidence bound (`racing`, settings in `racing`)."""
 
     trials: int = Field(default=1, ge=1, le=100)
     reuse: Literal["none", "run", "archive"] = "run"
     heldout: HeldoutConfig | None = None
+    policy: str = Field(default="stages", min_length=1, max_length=100)
+    racing: RacingConfig | None = None
+
+    @model_validator(mode="after")
+    def _racing_settings(self) -> EvaluationConfig:
+        if self.racing is not None and self.policy != "racing":
+            raise ValueError("'racing' settings are only used with policy 'racing'")
+        return self
 
 
 class RunConfig(StrictModel):

@@ -175,6 +175,31 @@ class AgentRescored(Payload):
     attempted: int = Field(description="Evaluations it attempted.")
 
 
+class StageStopped(Payload):
+    """The `racing` evaluation policy ended an agent's measurement on a stage: after a batch its
+    confidence bound decided (or the stage's every task was in). Emitted once per agent, stage
+    and epoch."""
+
+    agent_id: str = Field(description="The agent.")
+    step: int | None = Field(
+        description="The number of the step that made it (0: the seed; null: none of this run's)."
+    )
+    epoch: int = Field(description="The epoch (utility version) it is scored in.")
+    stage: int = Field(description="The stage, counted from 0.")
+    reason: str = Field(
+        description="Why it stopped: stage_complete, clearly_passes, cannot_reach_threshold, "
+        "cannot_beat_parent or below_top_k."
+    )
+    passed: bool = Field(description="Whether the stage counts as passed (the agent goes on or is admitted).")
+    tasks: int = Field(description="Tasks of the stage it was measured on.")
+    stage_tasks: int = Field(description="Tasks the stage has.")
+    resolved: int = Field(description="Evaluations it resolved on them (trials included).")
+    evaluations: int = Field(description="Evaluations counted (tasks times trials).")
+    low: float = Field(description="The lower confidence bound of its resolved fraction.")
+    high: float = Field(description="The upper confidence bound of its resolved fraction.")
+    detail: str | None = optional("The comparison that stopped it, in words; absent at stage_complete.")
+
+
 # -- epochs, islands, groups, held-out -----------------------------------------------------------
 
 
@@ -387,6 +412,11 @@ class AgentRescoredEvent(Envelope):
     payload: AgentRescored
 
 
+class StageStoppedEvent(Envelope):
+    kind: Literal["stage_stopped"]
+    payload: StageStopped
+
+
 class EpochStartedEvent(Envelope):
     kind: Literal["epoch_started"]
     payload: EpochStarted
@@ -442,6 +472,7 @@ RunEvent = Annotated[
     | AgentAdmittedEvent
     | AgentRejectedEvent
     | AgentRescoredEvent
+    | StageStoppedEvent
     | EpochStartedEvent
     | IslandMigrationEvent
     | ExperienceUpdatedEvent

@@ -18,6 +18,7 @@ import random
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 from pydantic import ValidationError
@@ -38,6 +39,8 @@ from contracts.config import (
 )
 from service.db.models import Run
 from service.selection import SelectionStrategy, UnknownStrategyError, make_strategy
+from service.selection.evaluation import EvaluationPolicy
+from service.selection.evaluation_registry import UnknownEvaluationPolicyError, make_evaluation_policy
 
 
 class BenchmarkSource(Protocol):
@@ -144,6 +147,11 @@ class RunPlan:
         """The utility of epoch `number` (0: the run's stages)."""
         return self.epochs[number]
 
+    @cached_property
+    def evaluator(self) -> EvaluationPolicy:
+        """How an agent is measured on a stage (`evaluation.policy`): built once per plan."""
+        return make_evaluation_policy(self.config.evaluation)
+
     def improver_for(self, parent_id: str) -> str:
         """The agent that improves `parent_id`: the parent itself, or the fixed improver."""
         return self.improver.agent if self.improver.agent is not None else parent_id
@@ -155,6 +163,7 @@ def plan_run(config: RunConfig, *, catalog: BenchmarkSource, visibility_timeout_
     Cheap checks come first: loading the benchmark may read a large dataset.
     """
     strategy = _strategy(config)
+    _check_evaluation_policy(config)
     time_limits = check_time_limits(config.limits, visibility_timeout_s)
     _check_epochs(config)
     benchmark = load_benchmark(catalog, config.benchmark)
@@ -177,6 +186,13 @@ def plan_run(config: RunConfig, *, catalog: BenchmarkSource, visibility_timeout_
             update={"evaluation": config.evaluation.model_copy(update={"heldout": heldout})}
         )
     return RunPlan(config=config, stages=stages, strategy=strategy, time_limits=time_limits, epochs=epochs)
+
+
+def _check_evaluation_policy(config: RunConfig) -> None:
+    try:
+        make_evaluation_policy(config.evaluation)
+    except UnknownEvaluationPolicyError as exc:
+        raise ConfigFieldError("evaluation.policy", str(exc)) from exc
 
 
 def _check_epochs(config: RunConfig) -> None:

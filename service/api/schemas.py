@@ -139,6 +139,8 @@ class LineageNode(RawScoreCounts):
     niche: str | None  # MAP-Elites behaviour descriptor
     group: str | None  # group evolution: the group its step belonged to
     meta_changed: bool | None  # hyperagent mode: the child changed its own improvement procedure
+    # The racing evaluation policy: why its last stage's measurement stopped (null: not raced).
+    race_stop: str | None = None
 
 
 class RunAgentPublic(LineageNode, ScoreCounts):
@@ -187,6 +189,7 @@ class StageScorePublic(BaseModel):
     total: int
     threshold: float
     passed: bool
+    stop: str | None = None  # the racing evaluation policy: why the stage's measurement stopped
 
 
 class EvaluationPublic(BaseModel):
@@ -222,6 +225,7 @@ class AgentInRun(ScoreCounts):  # the score's counts and 95% Wilson intervals co
     score: float | None
     epoch: int = 0  # the utility version `score` was measured under
     stages: list[StageScorePublic]  # every epoch's, by epoch then stage
+    race_stop: str | None = None  # the racing evaluation policy: why its last stage stopped
     diagnosis: str | None
     evaluations: list[EvaluationPublic]
     usd: float

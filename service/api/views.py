@@ -188,6 +188,7 @@ _LINEAGE_EXTRA = {
     "group": RunAgent.group_id,
     "same_as": RunAgent.same_as,
     "meta_changed": RunAgent.meta_changed,
+    "race_stop": RunAgent.race_stop,
 }
 
 # The lineage's nodes as one JSON text, built by PostgreSQL in `lineage`'s shape and order: at
@@ -223,6 +224,7 @@ _PG_LINEAGE_NODES = text(
             ',"group":', coalesce(to_json(group_id)::text, 'null'),
             ',"same_as":', coalesce('"' || same_as || '"', 'null'),
             ',"meta_changed":', coalesce(meta_changed::text, 'null'),
+            ',"race_stop":', coalesce('"' || race_stop || '"', 'null'),
             '}') AS node
         FROM run_agents WHERE run_id = :run_id
     ) AS nodes
@@ -275,6 +277,7 @@ def _run_agent_public(row: RunAgent) -> RunAgentPublic:
         niche=row.niche,
         group=row.group_id,
         meta_changed=row.meta_changed,
+        race_stop=row.race_stop,
         **ScoreCounts.of(row).model_dump(),
     )
 
@@ -326,6 +329,7 @@ def _agent_in_run(session: Session, member: RunAgent) -> AgentInRun:
         score=member.score,
         epoch=member.epoch,
         stages=[StageScorePublic.model_validate(s, from_attributes=True) for s in stages],
+        race_stop=member.race_stop,
         diagnosis=diagnosis,
         evaluations=[EvaluationPublic.model_validate(e, from_attributes=True) for e in evaluations],
         usd=float(usd),

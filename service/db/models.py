@@ -138,6 +138,8 @@ class RunAgent(Base):
     group_id: Mapped[str | None] = mapped_column(String(64))  # group evolution: its step's group
     same_as: Mapped[str | None] = mapped_column(SHA)  # an agent with the same tree, whose results it reuses
     meta_changed: Mapped[bool | None] = mapped_column(Boolean)  # copied from the agent for the lineage
+    # The racing evaluation policy: why its last stage's measurement stopped (contracts.vocabulary.StageStop).
+    race_stop: Mapped[str | None] = mapped_column(String(32))
 
     __table_args__ = (Index("ix_run_agents_run_status", "run_id", "status"),)
 
@@ -153,6 +155,7 @@ class StageScore(Base):
     total: Mapped[int] = mapped_column(Integer)
     threshold: Mapped[float] = mapped_column(Float)
     passed: Mapped[bool] = mapped_column(Boolean)
+    stop: Mapped[str | None] = mapped_column(String(32))  # racing: why the stage stopped (StageStop)
 
 
 class Step(Base):

@@ -16,15 +16,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.orm import Session
 
-from contracts.events import AgentAdmitted, AgentRejected
+from contracts.events import AgentAdmitted, AgentRejected, StageStopped
+from contracts.vocabulary import StageStop
 from service import events, lifecycle
 from service.db.models import Evaluation, Run, RunAgent, StageScore, Step
 from service.driver.reuse import HELDOUT, SELECTION, create_evaluations
 from service.lifecycle import EvaluationStatus, MemberStatus
 from service.plan import RunPlan
+from service.selection.evaluation import Counts, Need, StageOver, StageProgress
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,9 @@ def advance(
 ) -> Verdict | None:
     """Move an agent through the current epoch's stages as far as its finished evaluations allow.
 
-    The current stage's missing evaluations are created (pending, for the driver to send).
-    Returns the verdict once no further stage is due, None while results are outstanding.
+    The run's evaluation policy (`plan.evaluator`) says what each stage needs; its missing
+    evaluations are created (pending, for the driver to send). Returns the verdict once no
+    further stage is due, None while results are outstanding.
     """
     stages = plan.epoch(run.epoch).stages
     trials = plan.config.evaluation.trials
@@ -60,36 +63,136 @@ def advance(
                 )
             )
         }
-        # Each task `trials` times; missing ones are created, copied where a result can be reused.
-        slots = [(task, trial) for task in tasks for trial in range(trials)]
-        missing = [slot for slot in slots if slot not in existing]
-        if missing:
-            existing |= create_evaluations(session, run, plan, member, missing, stage=stage, purpose=purpose)
-        if any(slot not in existing or existing[slot].status != EvaluationStatus.DONE for slot in slots):
-            return None
-        resolved = sum(1 for slot in slots if existing[slot].resolved)
-        total = len(slots)
+        staged = set(tasks)
+        progress = StageProgress(
+            stage=stage,
+            tasks=tasks,
+            trials=trials,
+            threshold=stages[stage].threshold,
+            last=stage + 1 == len(stages),
+            done={
+                slot: bool(e.resolved)
+                for slot, e in existing.items()
+                if e.status == EvaluationStatus.DONE and slot[0] in staged
+            },
+            peers=RunPeers(session, run, member, tasks),
+        )
+        decision = plan.evaluator.decide(progress)
+        if isinstance(decision, Need):
+            if all(slot in progress.done for slot in decision.slots):
+                raise RuntimeError(
+                    f"evaluation policy {plan.evaluator.name!r} needs results {member.agent_id} already has"
+                )
+            # Missing ones are created, copied where a result can be reused.
+            missing = [slot for slot in decision.slots if slot not in existing]
+            if missing:
+                existing |= create_evaluations(
+                    session, run, plan, member, missing, stage=stage, purpose=purpose
+                )
+            if any(
+                slot not in existing or existing[slot].status != EvaluationStatus.DONE
+                for slot in decision.slots
+            ):
+                return None
+            continue  # every result it needs is in (copied): let it decide
         threshold = stages[stage].threshold
-        passed = resolved / total >= threshold
         session.merge(
             StageScore(
                 run_id=run.id,
                 agent_id=member.agent_id,
                 stage=stage,
                 epoch=run.epoch,
-                resolved=resolved,
-                total=total,
+                resolved=decision.resolved,
+                total=decision.total,
                 threshold=threshold,
-                passed=passed,
+                passed=decision.passed,
+                stop=decision.stop,
             )
         )
-        if passed and stage + 1 < len(stages):
+        if decision.stop is not None:
+            _record_stop(session, run, member, progress, decision)
+        if decision.passed and stage + 1 < len(stages):
             member.stage_reached = stage + 1
             continue
         failed_first = None
-        if stage == 0 and not passed:
-            failed_first = f"stage 1: {resolved}/{total} resolved, below the threshold {threshold:g}"
+        if stage == 0 and not decision.passed:
+            failed_first = _failed_first(decision, threshold, len(tasks))
         return Verdict(member, list(existing.values()), failed_first)
+
+
+def _failed_first(decision: StageOver, threshold: float, stage_tasks: int) -> str:
+    """Why an agent failed the first stage, in words."""
+    if decision.stop is None or decision.stop == StageStop.STAGE_COMPLETE:
+        return f"stage 1: {decision.resolved}/{decision.total} resolved, below the threshold {threshold:g}"
+    return (
+        f"stage 1: {decision.stop} after {decision.tasks} of {stage_tasks} tasks "
+        f"({decision.resolved}/{decision.total} resolved; {decision.detail})"
+    )
+
+
+def _record_stop(
+    session: Session, run: Run, member: RunAgent, progress: StageProgress, decision: StageOver
+) -> None:
+    """The stop on the agent's row and in the run's events, in the transaction that decides it."""
+    assert decision.stop is not None
+    member.race_stop = decision.stop
+    events.emit(
+        session,
+        StageStopped(
+            agent_id=member.agent_id,
+            step=member.step_number,
+            epoch=run.epoch,
+            stage=progress.stage,
+            reason=decision.stop,
+            passed=decision.passed,
+            tasks=decision.tasks,
+            stage_tasks=len(progress.tasks),
+            resolved=decision.resolved,
+            evaluations=decision.total,
+            low=decision.low if decision.low is not None else 0.0,
+            high=decision.high if decision.high is not None else 1.0,
+            detail=decision.detail,
+        ),
+        run_id=run.id,
+    )
+
+
+class RunPeers:
+    """`Peers` from the run's rows: finished selection results on `tasks` in the current epoch."""
+
+    def __init__(self, session: Session, run: Run, member: RunAgent, tasks: tuple[str, ...]) -> None:
+        self.session, self.run, self.member, self.tasks = session, run, member, tasks
+
+    def _counts(self, *where: ColumnElement[bool]) -> dict[str, Counts]:
+        rows = self.session.execute(
+            select(
+                Evaluation.agent_id,
+                func.count(),
+                func.sum(case((Evaluation.resolved.is_(True), 1), else_=0)),
+            )
+            .where(
+                Evaluation.run_id == self.run.id,
+                Evaluation.epoch == self.run.epoch,
+                Evaluation.purpose != HELDOUT,
+                Evaluation.status == EvaluationStatus.DONE,
+                Evaluation.task_id.in_(self.tasks),
+                *where,
+            )
+            .group_by(Evaluation.agent_id)
+        ).all()
+        return {agent: Counts(resolved=int(hits or 0), total=int(total)) for agent, total, hits in rows}
+
+    def parent(self) -> Counts | None:
+        if self.member.parent_id is None:
+            return None
+        return self._counts(Evaluation.agent_id == self.member.parent_id).get(self.member.parent_id)
+
+    def admitted(self) -> list[Counts]:
+        admitted = select(RunAgent.agent_id).where(
+            RunAgent.run_id == self.run.id, RunAgent.status == MemberStatus.ADMITTED
+        )
+        counts = self._counts(Evaluation.agent_id.in_(admitted), Evaluation.agent_id != self.member.agent_id)
+        return [counts[agent] for agent in sorted(counts)]
 
 
 def admit(session: Session, run: Run, verdict: Verdict) -> None:

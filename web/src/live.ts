@@ -67,6 +67,7 @@ export const ON_EVENT = {
   agent_admitted: "redraw",
   agent_rejected: "redraw",
   agent_rescored: "none",
+  stage_stopped: "redraw",
   epoch_started: "none",
   island_migration: "none",
   experience_updated: "none",
