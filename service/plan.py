@@ -164,6 +164,7 @@ def plan_run(config: RunConfig, *, catalog: BenchmarkSource, visibility_timeout_
     """
     strategy = _strategy(config)
     _check_evaluation_policy(config)
+    config = with_budget_defaults(config, strategy)
     time_limits = check_time_limits(config.limits, visibility_timeout_s)
     _check_epochs(config)
     benchmark = load_benchmark(catalog, config.benchmark)
@@ -193,6 +194,17 @@ def _check_evaluation_policy(config: RunConfig) -> None:
         make_evaluation_policy(config.evaluation)
     except UnknownEvaluationPolicyError as exc:
         raise ConfigFieldError("evaluation.policy", str(exc)) from exc
+
+
+def with_budget_defaults(config: RunConfig, strategy: SelectionStrategy) -> RunConfig:
+    """The configuration with the budget fields its strategy fills in (`hgm-paper`: HGM's 800
+    evaluations) where the run gave none; the stored configuration shows them."""
+    given = config.budget.model_fields_set
+    filled = {name: value for name, value in strategy.budget_defaults().items() if name not in given}
+    if not filled:
+        return config
+    budget = BudgetConfig.model_validate(config.budget.model_dump() | filled)
+    return config.model_copy(update={"budget": budget})
 
 
 def _check_epochs(config: RunConfig) -> None:

@@ -57,8 +57,16 @@ class DatabaseLedger:
         return [step_view(step) for step in rows]
 
     def evaluations(self, agent_ids: Sequence[str]) -> list[EvaluationView]:
-        rows = self.session.scalars(
-            select(Evaluation)
+        # Columns, not entities: a policy may read every evaluation of the run at each move.
+        rows = self.session.execute(
+            select(
+                Evaluation.agent_id,
+                Evaluation.task_id,
+                Evaluation.trial,
+                Evaluation.purpose,
+                Evaluation.status,
+                Evaluation.resolved,
+            )
             .where(
                 Evaluation.run_id == self.run.id,
                 Evaluation.agent_id.in_(list(agent_ids)),
@@ -69,14 +77,14 @@ class DatabaseLedger:
         )
         return [
             EvaluationView(
-                agent_id=e.agent_id,
-                task_id=e.task_id,
-                trial=e.trial,
-                purpose=e.purpose,
-                done=e.status == EvaluationStatus.DONE,
-                resolved=e.resolved,
+                agent_id=agent_id,
+                task_id=task_id,
+                trial=trial,
+                purpose=purpose,
+                done=status == EvaluationStatus.DONE,
+                resolved=resolved,
             )
-            for e in rows
+            for agent_id, task_id, trial, purpose, status, resolved in rows
         ]
 
     def events(self, kind: str) -> list[dict[str, Any]]:

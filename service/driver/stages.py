@@ -13,6 +13,7 @@ epoch's stages with evaluations of purpose "rescore".
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -27,6 +28,7 @@ from service.driver.reuse import HELDOUT, SELECTION, create_evaluations
 from service.lifecycle import EvaluationStatus, MemberStatus
 from service.plan import RunPlan
 from service.selection.evaluation import Counts, Need, StageOver, StageProgress
+from service.selection.policy import StageView
 
 
 @dataclass(frozen=True)
@@ -39,15 +41,26 @@ class Verdict:
 
 
 def advance(
-    session: Session, run: Run, plan: RunPlan, member: RunAgent, *, purpose: str = SELECTION
+    session: Session,
+    run: Run,
+    plan: RunPlan,
+    member: RunAgent,
+    *,
+    purpose: str = SELECTION,
+    stages: Sequence[StageView] | None = None,
 ) -> Verdict | None:
-    """Move an agent through the current epoch's stages as far as its finished evaluations allow.
+    """Move an agent through the current epoch's stages (or `stages`, a policy's own for a new
+    agent) as far as its finished evaluations allow.
 
     The run's evaluation policy (`plan.evaluator`) says what each stage needs; its missing
     evaluations are created (pending, for the driver to send). Returns the verdict once no
-    further stage is due, None while results are outstanding.
+    further stage is due, None while results are outstanding; with no stages at all, the verdict
+    at once (admitted, unmeasured).
     """
-    stages = plan.epoch(run.epoch).stages
+    if stages is None:
+        stages = plan.epoch(run.epoch).stages
+    if not stages:
+        return Verdict(member, [], None)
     trials = plan.config.evaluation.trials
     while True:
         stage = member.stage_reached
@@ -203,7 +216,7 @@ def admit(session: Session, run: Run, verdict: Verdict) -> None:
     member, evaluations = verdict.member, verdict.evaluations
     member.resolved = sum(1 for e in evaluations if e.resolved)
     member.attempted = len(evaluations)
-    member.score = member.resolved / member.attempted if evaluations else 0.0
+    member.score = member.resolved / member.attempted if evaluations else None  # not measured yet
     step = session.scalar(select(Step).where(Step.run_id == run.id, Step.child_id == member.agent_id))
     if verdict.failed_first is None or member.agent_id == run.seed_agent_id:
         lifecycle.admit_member(member)

@@ -36,7 +36,7 @@ from service.archive.store import Archive
 from service.db.models import Run, RunAgent, Step
 from service.driver import budget
 from service.driver.jobs import REDISPATCH_MARGIN_S, Outbox, dispatch_jobs
-from service.driver.measure import measure
+from service.driver.measure import measure, rescore_measured
 from service.driver.parents import choose_parent
 from service.driver.policies import run_policy, run_scope
 from service.driver.stages import Verdict, admit, advance
@@ -67,7 +67,8 @@ def drive(
         return
     policy = run_policy(session, run, plan, archive)
     scope = run_scope(session, run, plan, steps_opened=used.steps)
-    admit_agents(session, run, advance_agents(session, run, plan))
+    admit_agents(session, run, advance_agents(session, run, plan, policy, scope))
+    rescore_measured(session, run)
     policy.after_admission(scope)
     reserved = policy.reserved_evaluations(scope)
     if not budget.children_exhausted(plan.budget, used, reserved_evaluations=reserved):
@@ -92,12 +93,20 @@ def drive(
         complete(session, run=run, reason=reason)
 
 
-def advance_agents(session: Session, run: Run, plan: RunPlan) -> list[Verdict]:
-    """Each evaluating agent as far through its stages as its results allow; the finished ones."""
+def advance_agents(
+    session: Session, run: Run, plan: RunPlan, policy: SearchPolicy, scope: RunScope
+) -> list[Verdict]:
+    """Each evaluating agent as far through its stages (the run's, or those the policy gives a new
+    agent: `entry_stages`) as its results allow; the finished ones."""
     members = session.scalars(
         select(RunAgent).where(RunAgent.run_id == run.id, RunAgent.status == MemberStatus.EVALUATING)
     ).all()
-    return [verdict for member in members if (verdict := advance(session, run, plan, member)) is not None]
+    verdicts = []
+    for member in members:
+        stages = policy.entry_stages(scope, member.agent_id)
+        if (verdict := advance(session, run, plan, member, stages=stages)) is not None:
+            verdicts.append(verdict)
+    return verdicts
 
 
 def admit_agents(session: Session, run: Run, verdicts: list[Verdict]) -> None:

@@ -8,6 +8,7 @@ driver's tick calls (`policy`), reading and writing its run through a ledger (`l
 from service.selection.base import Candidate, SelectionStrategy, StepContext, StrategyBase
 from service.selection.group import GroupEvolution
 from service.selection.hgm import Hgm
+from service.selection.hgm_paper import HgmPaper
 from service.selection.islands import Islands, Migration
 from service.selection.ledger import EvaluationView, MemberView, RunLedger, StepView
 from service.selection.map_elites import MapElites
@@ -42,6 +43,7 @@ __all__ = [
     "Expand",
     "GroupEvolution",
     "Hgm",
+    "HgmPaper",
     "ImproveParts",
     "Islands",
     "MapElites",

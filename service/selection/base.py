@@ -63,6 +63,10 @@ class SelectionStrategy(SearchPolicy, Protocol):
         """The parent of `step`, drawn using only `rng`; strategies blind to steps call `select`."""
         ...
 
+    def budget_defaults(self) -> Mapping[str, int]:
+        """`budget` fields a run naming this strategy gets at plan time when it gives none."""
+        ...
+
 
 def checked(candidates: Sequence[Candidate]) -> list[Candidate]:
     """The candidates sorted by agent id; `ValueError` if there are none or an id repeats."""
@@ -118,6 +122,9 @@ class StrategyBase(PolicyDefaults, BaseModel, ABC):
 
     def probabilities_for_step(self, candidates: Sequence[Candidate], step: StepContext) -> dict[str, float]:
         return self.probabilities(candidates)
+
+    def budget_defaults(self) -> Mapping[str, int]:
+        return {}
 
     def select_for_step(self, candidates: Sequence[Candidate], rng: random.Random, step: StepContext) -> str:
         # Exactly the draw `select` makes, so a strategy blind to steps picks as it always did.

@@ -4,6 +4,7 @@ The driver's tick (`service.driver.tick`) names no feature: it calls these hooks
 order, on the run's policy chain (its selection strategy first, then the run's features:
 epochs, the held-out phase, crossover):
 
+    entry_stages          the stages a new agent walks before its verdict (None: the run's)
     after_admission       agents were admitted or rejected: tag them, update shared state
     steps_allowed         how many more steps may open now (None: no limit of this policy's)
     reserved_evaluations  evaluations kept back from `budget.max_evaluations` for later
@@ -120,6 +121,12 @@ class ImproveParts:
 class SearchPolicy(Protocol):
     """The hooks the driver's tick calls; see the module's docstring for when."""
 
+    def entry_stages(self, scope: RunScope, agent_id: str) -> Sequence[StageView] | None:
+        """The stages `agent_id`, new in the run, walks before it is admitted or rejected: None
+        for the current epoch's stages; none at all admits it unmeasured (its score stays None
+        until a `Measure` gives it results)."""
+        ...
+
     def after_admission(self, scope: RunScope) -> None: ...
 
     def steps_allowed(self, scope: RunScope) -> int | None: ...
@@ -148,6 +155,9 @@ class SearchPolicy(Protocol):
 
 class PolicyDefaults:
     """Every hook doing nothing: the five stateless strategies draw exactly as they always did."""
+
+    def entry_stages(self, scope: RunScope, agent_id: str) -> Sequence[StageView] | None:
+        return None
 
     def after_admission(self, scope: RunScope) -> None:
         return None
@@ -185,7 +195,7 @@ class PolicyChain:
 
     Bookkeeping hooks call every policy; `steps_allowed` is the tightest limit;
     `reserved_evaluations` the sum; `next_move` the first that does not expand;
-    `improve_parts` the first part given; `may_complete` holds when all agree (asked in
+    `improve_parts` and `entry_stages` the first given; `may_complete` holds when all agree (asked in
     order, stopping at the first that refuses: a later one may start work when asked).
     The draw hooks (`prepare_draw`, `step_context`) are the strategy's: the chain's first."""
 
@@ -193,6 +203,13 @@ class PolicyChain:
         if not policies:
             raise ValueError("a policy chain needs at least one policy (the strategy)")
         self.policies = tuple(policies)
+
+    def entry_stages(self, scope: RunScope, agent_id: str) -> Sequence[StageView] | None:
+        for policy in self.policies:
+            stages = policy.entry_stages(scope, agent_id)
+            if stages is not None:
+                return stages
+        return None
 
     def after_admission(self, scope: RunScope) -> None:
         for policy in self.policies:

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from service.selection.base import SelectionStrategy, StrategyBase
 from service.selection.group import GroupEvolution
 from service.selection.hgm import Hgm
+from service.selection.hgm_paper import HgmPaper
 from service.selection.islands import Islands
 from service.selection.map_elites import MapElites
 from service.selection.score import Best, ScoreChildProp, ScoreProp, Uniform
@@ -24,7 +25,7 @@ class UnknownStrategyError(ValueError):
 
 _registered: dict[str, type[StrategyBase]] = {
     cls.name: cls
-    for cls in (ScoreChildProp, ScoreProp, Best, Uniform, Hgm, Islands, MapElites, GroupEvolution)
+    for cls in (ScoreChildProp, ScoreProp, Best, Uniform, Hgm, HgmPaper, Islands, MapElites, GroupEvolution)
 }
 BUILT_IN = frozenset(_registered)
 STRATEGIES: Mapping[str, type[StrategyBase]] = MappingProxyType(_registered)  # a read-only view

@@ -99,7 +99,8 @@ _FULL: tuple[Preset, ...] = (
     Preset(
         "hgm-paper",
         "HGM as published: decoupled expand/measure, Thompson sampling, one task per measurement",
-        (SimStage(10),),
+        # The seed is scored on the 60 tasks every measurement draws from (HGM's SWE-Verified-60).
+        (SimStage(60),),
         "hgm-paper",
         budget_in_config=True,
     ),

@@ -23,6 +23,7 @@ def test_known_strategies() -> None:
         "best",
         "group",
         "hgm",
+        "hgm-paper",
         "islands",
         "map_elites",
         "random",
@@ -56,8 +57,8 @@ def test_unknown_strategy_names_it_and_lists_the_known() -> None:
         make_strategy("score_childprop", {})
     assert isinstance(caught.value, ValueError)
     assert str(caught.value) == (
-        "unknown selection strategy 'score_childprop'; known: best, group, hgm, islands, map_elites, random,"
-        " score_child_prop, score_prop"
+        "unknown selection strategy 'score_childprop'; known: best, group, hgm, hgm-paper, islands,"
+        " map_elites, random, score_child_prop, score_prop"
     )
 
 
