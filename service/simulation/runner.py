@@ -73,6 +73,7 @@ class SimResult:
     seconds: float = 0.0
     cost_usd: float = 0.0  # the dollars the simulated worker reported for its evaluations
     task_seconds: float = 0.0  # their wall time, as reported
+    cost_in_database: float = 0.0  # the dollars the database's evaluations hold
     # The named best's held-out Wilson bounds and true score at the end (None: never held out).
     heldout_bounds: tuple[float, float] | None = None
 
@@ -221,6 +222,10 @@ def simulate(preset: Preset, landscape_config: LandscapeConfig, seed: int, budge
         counts = {bool(ran): int(n) for ran, n in done}
         # The budget counts evaluations run; copies of identical code's results cost nothing.
         result.done_in_database, result.reused = counts.get(True, 0), counts.get(False, 0)
+        # What the worker reported reached the database (reused rows cost nothing).
+        result.cost_in_database = float(
+            session.scalar(select(func.sum(Evaluation.cost_usd)).where(Evaluation.run_id == run_id)) or 0.0
+        )
     result.mutations = {kind.value: worker.mutations[kind] for kind in Mutation}
     result.cost_usd, result.task_seconds = worker.cost_usd, worker.seconds
     result.seconds = time.perf_counter() - started
