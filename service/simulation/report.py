@@ -221,7 +221,7 @@ def table(rows: Sequence[Row], budget: int, baseline: str) -> str:
         f"met (>= {baseline} at B on at least {GOAL_SHARE:.0%} of seeds, ties counted as >=, and sign "
         f"test p < {GOAL_P}, ties left out).\n\n"
     )
-    if not levels:
+    if not levels and len(rows) > 1:
         intro += "The baseline gains nothing here (median), so no crossing levels are defined.\n\n"
     return intro + head + "\n".join(lines) + "\n"
 
