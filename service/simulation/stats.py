@@ -22,7 +22,7 @@ def sign_test(wins: int, losses: int) -> float:
     n = wins + losses
     if n == 0:
         return 1.0
-    return sum(comb(n, k) for k in range(wins, n + 1)) / 2**n
+    return float(sum(comb(n, k) for k in range(wins, n + 1)) / 2**n)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
