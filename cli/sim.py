@@ -6,76 +6,122 @@ import json
 import shlex
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cli.output import err_console
 
-
-def sim(
-    seeds: Annotated[int, typer.Option(min=1, help="Seeds per preset and landscape.")] = 20,
-    budget: Annotated[
-        int, typer.Option(min=100, help="Task evaluations per run (the budget every preset gets).")
-    ] = 3000,
-    landscape: Annotated[
-        list[str] | None, typer.Option(help="default or clusters (repeatable) [default: both]")
-    ] = None,
-    preset: Annotated[
-        list[str] | None, typer.Option(help="A preset to run (repeatable), or 'all' [default: all]")
-    ] = None,
-    out: Annotated[Path, typer.Option(help="Folder for the table and the plots.")] = Path("docs"),
-    jobs: Annotated[int, typer.Option(min=1, help="Processes running seeds side by side.")] = 2,
-    save: Annotated[
-        Path | None, typer.Option(help="Also write every run's samples to this JSON file.")
-    ] = None,
-    load: Annotated[
-        Path | None, typer.Option(help="Run nothing: write the table and plots from a --save file.")
-    ] = None,
-) -> None:
-    """Run presets with the real driver against a simulated worker; write a table and plots.
-
-    The baseline (the Darwin Gödel Machine's default) is always run: it sets the target.
-    """
-    from service.simulation.batch import Job, run_all
-    from service.simulation.landscape import LANDSCAPES
-    from service.simulation.presets import BASELINE, PRESETS, get_preset
-    from service.simulation.report import LABEL, plot, rows_for, table
+if TYPE_CHECKING:
     from service.simulation.runner import SimResult
 
-    landscapes = landscape or list(LANDSCAPES)
-    for name in landscapes:
-        if name not in LANDSCAPES:
-            raise typer.BadParameter(f"unknown landscape {name!r}; known: {', '.join(LANDSCAPES)}")
-    wanted = list(PRESETS) if not preset or "all" in preset else list(dict.fromkeys([BASELINE, *preset]))
+# What `clade sim` runs with no options: a look in minutes. `--full` is the whole comparison.
+QUICK_PRESETS = ("dgm", "clade", "clade/2")
+FULL_SEEDS = 40
+
+
+def _default_out() -> Path:
+    return Path(f"clade-sim-{datetime.now(UTC):%Y%m%d-%H%M%S}")
+
+
+def sim(
+    seeds: Annotated[
+        int | None, typer.Option(min=1, help="Seeds per preset and landscape [default: 2; --full: 40].")
+    ] = None,
+    budget: Annotated[
+        int, typer.Option(min=100, help="B: task evaluations per run (a /2 preset gets B/2).")
+    ] = 2000,
+    landscape: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A built-in landscape, a YAML landscape file, or 'all' (repeatable) [default: all six]"
+        ),
+    ] = None,
+    preset: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A preset (repeatable), 'main' (the comparison's presets and their /2 twins) or 'all' "
+            f"[default: {', '.join(QUICK_PRESETS)}; --full: main]"
+        ),
+    ] = None,
+    full: Annotated[
+        bool, typer.Option("--full", help=f"The whole comparison: --preset main, {FULL_SEEDS} seeds.")
+    ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="A new (or empty) folder for the results [default: ./clade-sim-<UTC time>]"),
+    ] = None,
+    jobs: Annotated[int, typer.Option(min=1, help="Processes running seeds side by side.")] = 2,
+    load: Annotated[
+        Path | None, typer.Option(help="Run nothing: write the tables and plots from an earlier runs.json.")
+    ] = None,
+) -> None:
+    """Run presets with the real driver against a simulated worker; write tables and plots.
+
+    The baseline (the Darwin Gödel Machine's default, `dgm`) always runs: every preset is
+    compared with it at the full budget, paired by seed.
+    """
+    from service.simulation.batch import Job, run_all
+    from service.simulation.landscape import LANDSCAPES, LandscapeConfig
+    from service.simulation.landscape_file import LandscapeFileError, resolve_landscape
+    from service.simulation.presets import BASELINE, PRESETS, get_preset, main_presets
+    from service.simulation.runner import SimResult
+
+    folder = out if out is not None else _default_out()
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise typer.BadParameter(
+            f"{folder} exists and is not an empty folder: give a new one", param_hint="--out"
+        )
+
+    landscapes: list[LandscapeConfig] = []
+    for name in landscape or ["all"]:
+        try:
+            landscapes += list(LANDSCAPES.values()) if name == "all" else [resolve_landscape(name)]
+        except LandscapeFileError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--landscape") from None
+    names = [c.name for c in landscapes]
+    if len(set(names)) != len(names):
+        raise typer.BadParameter(f"two landscapes share a name: {names}", param_hint="--landscape")
+    asked = preset or (["main"] if full else list(QUICK_PRESETS))
+    wanted: list[str] = [BASELINE]
+    for name in asked:
+        wanted += list(PRESETS) if name == "all" else main_presets() if name == "main" else [name]
     try:
-        chosen = [get_preset(name) for name in wanted]
+        chosen = [get_preset(name) for name in dict.fromkeys(wanted)]
     except KeyError as exc:
-        raise typer.BadParameter(str(exc.args[0])) from None
-    skipped = [p for p in chosen if not p.available]
-    for p in skipped:
-        err_console.print(f"[yellow]skipped {p.name}: strategy {p.strategy!r} is not registered[/yellow]")
+        raise typer.BadParameter(str(exc.args[0]), param_hint="--preset") from None
+    skipped = {p.name: p.unavailable_reason() for p in chosen if not p.available}
+    for name, reason in skipped.items():
+        err_console.print(f"[yellow]not run: {name}: {reason}[/yellow]", highlight=False)
     runnable = [p for p in chosen if p.available]
-    work = [Job(p.name, land, seed, budget) for land in landscapes for p in runnable for seed in range(seeds)]
+    count = seeds if seeds is not None else FULL_SEEDS if full else 2
+    work = [Job(p.name, land, seed, budget) for land in landscapes for p in runnable for seed in range(count)]
+
+    started = time.perf_counter()
 
     def progress(result: SimResult, done: int, total: int) -> None:
+        elapsed = time.perf_counter() - started
+        left = elapsed / done * (total - done)
         err_console.print(
-            f"[{done}/{total}] {result.landscape} {result.preset} seed {result.seed}: picked "
-            f"{result.final.picked:.3f}, best {result.final.best:.3f}, {result.evaluations} evaluations, "
-            f"{result.steps} steps, {result.seconds:.1f} s",
+            f"[{done}/{total}, {elapsed / 60:.1f} min, ~{left / 60:.0f} min left] {result.landscape} "
+            f"{result.preset} seed {result.seed}: picked {result.final.picked:.3f}, best "
+            f"{result.final.best:.3f}, {result.evaluations} evaluations, {result.steps} steps",
             highlight=False,
         )
 
     if load is not None:
         saved = json.loads(load.read_text())
         results = [SimResult.from_json(r) for r in saved["results"]]
-        wall, jobs, command = saved["wall_s"], saved["jobs"], saved["command"]
+        wall, jobs, command, sitting = saved["wall_s"], saved["jobs"], saved["command"], saved["sitting"]
         budget = results[0].budget
-        landscapes = list(dict.fromkeys(r.landscape for r in results))
+        names = list(dict.fromkeys(r.landscape for r in results))
+        skipped = saved.get("skipped", {})
     else:
         command = "clade " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-        started = time.perf_counter()
+        sitting = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+        err_console.print(f"{len(work)} runs into {folder}/ ({jobs} processes)", highlight=False)
         results = run_all(work, processes=jobs, progress=progress)
         wall = time.perf_counter() - started
         for r in results:
@@ -84,37 +130,82 @@ def sim(
                     f"[red]{r.landscape} {r.preset} seed {r.seed}: {r.evaluations} evaluations answered, "
                     f"{r.done_in_database} done in the database[/red]"
                 )
-        if save is not None:
-            payload = {
-                "command": command,
-                "wall_s": wall,
-                "jobs": jobs,
-                "results": [r.to_json() for r in results],
-            }
-            save.write_text(json.dumps(payload))
+    folder.mkdir(parents=True, exist_ok=True)
+    _write(
+        folder,
+        results,
+        landscapes=names,
+        command=command,
+        sitting=sitting,
+        wall=wall,
+        jobs=jobs,
+        skipped=skipped,
+        save=load is None,
+    )
+
+
+def _write(
+    folder: Path,
+    results: list[SimResult],
+    *,
+    landscapes: list[str],
+    command: str,
+    sitting: str,
+    wall: float,
+    jobs: int,
+    skipped: dict[str, str | None],
+    save: bool,
+) -> None:
+    """results.md, a plot per landscape and (for a new sitting) runs.json, all inside `folder`."""
+    from service.simulation.presets import BASELINE
+    from service.simulation.report import LABEL, goals, head_to_head, plot, rows_for, table
+
     steps = sum(r.steps for r in results)
     evaluations = sum(r.evaluations for r in results)
-    busy = sum(r.seconds for r in results)
+    busy = sum(r.seconds for r in results) or 1e-9
     rate = (
-        f"{steps:,} steps and {evaluations:,} evaluations in {wall:.0f} s with {jobs} processes: "
-        f"{steps / wall * 60:,.0f} steps/minute ({steps / busy * 60:,.0f} per process), "
-        f"{evaluations / wall * 60:,.0f} evaluations/minute"
+        f"{len(results):,} runs, {steps:,} steps and {evaluations:,} evaluations in {wall:,.0f} s with "
+        f"{jobs} processes: {steps / max(wall, 1e-9) * 60:,.0f} steps/minute "
+        f"({steps / busy * 60:,.0f} per process)"
     )
-    out.mkdir(parents=True, exist_ok=True)
-    parts = [
-        f"# Simulation results\n\n**{LABEL}.** Written by `{command}`; how to read it: "
-        f"[simulation.md](simulation.md).\n\nSpeed: {rate}.\n"
-    ]
+    if save:
+        payload = {
+            "command": command,
+            "sitting": sitting,
+            "wall_s": wall,
+            "jobs": jobs,
+            "skipped": skipped,
+            "results": [r.to_json() for r in results],
+        }
+        (folder / "runs.json").write_text(json.dumps(payload))
+    parts = [f"# Simulation results\n\n**{LABEL}.**\n\nWritten by `{command}` ({sitting}). {rate}.\n"]
     if skipped:
-        parts.append("Not run (strategy not registered): " + ", ".join(p.name for p in skipped) + ".\n")
-    for land in landscapes:
-        rows, target, _ = rows_for([r for r in results if r.landscape == land], BASELINE)
-        image = out / f"simulation-{land}.png"
-        plot(rows, target, budget, land, image)
         parts.append(
-            f"## Landscape `{land}`\n\n![{land}]({image.name})\n\n{table(rows, target, budget, BASELINE)}"
+            "Not run: " + "; ".join(f"`{name}` ({reason})" for name, reason in skipped.items()) + ".\n"
         )
-        err_console.print(f"wrote {image}")
-    results_file = out / "simulation-results.md"
-    results_file.write_text("\n".join(parts))
-    err_console.print(f"wrote {results_file}\n{rate}", highlight=False)
+    per_landscape = {}
+    sections = []
+    for land in landscapes:
+        mine = [r for r in results if r.landscape == land]
+        rows, budget = rows_for(mine, BASELINE)
+        per_landscape[land] = rows
+        section = f"## Landscape `{land}`\n\n"
+        image = folder / f"simulation-{land}.png"
+        try:
+            plot(rows, rows[0].final_picked[1], budget, land, image)
+            section += f"![{land}]({image.name})\n\n"
+        except ImportError:
+            section += "(No plot: matplotlib is not installed; `pip install 'clade[sim]'`.)\n\n"
+        section += table(rows, budget, BASELINE)
+        versus = head_to_head(mine, "clade", "hgm-paper")
+        if versus is not None:
+            section += (
+                f"\n`clade` against `hgm-paper`, both at B, paired: >= on {versus.at_least}/{versus.seeds} "
+                f"seeds ({versus.ties} ties), sign test p = {versus.p_value:.3f}, median difference "
+                f"{versus.median_difference:+.3f} [{versus.interval[0]:+.3f}, {versus.interval[1]:+.3f}].\n"
+            )
+        sections.append(section)
+    parts.append("## Goals against the baseline at B\n\n" + goals(per_landscape, BASELINE))
+    parts += sections
+    (folder / "results.md").write_text("\n".join(parts))
+    err_console.print(f"wrote {folder}/results.md\n{rate}", highlight=False)

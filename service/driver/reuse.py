@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from functools import cache
 
@@ -111,10 +111,17 @@ def create_evaluations(
     if scope != "none" and member.same_as is None:
         member.same_as = _same_tree(session, member, tree, archive=scope == "archive")
     created: dict[Slot, Evaluation] = {}
-    for task, trial in slots:
-        key = reuse_key(tree_id=tree, task_id=task, settings=settings, trial=trial)
-        source = _source(session, run, key, archive=scope == "archive") if scope != "none" else None
-        if source is None and scope != "none" and _twin_pending(session, run, key, member.agent_id):
+    keyed = [
+        (slot, reuse_key(tree_id=tree, task_id=slot[0], settings=settings, trial=slot[1])) for slot in slots
+    ]
+    keys = [key for _, key in keyed]
+    # Two queries for all the slots, not two per slot (each of which flushed the rows added so far):
+    # the slots' keys are distinct, so no row this loop adds is another slot's source or twin.
+    sources = _sources(session, run, keys, archive=scope == "archive") if scope != "none" else {}
+    twins = _twins_pending(session, run, keys, member.agent_id) if scope != "none" else set()
+    for (task, trial), key in keyed:
+        source = sources.get(key)
+        if source is None and key in twins:
             continue
         evaluation = Evaluation(
             id=new_id(),
@@ -147,31 +154,34 @@ def _copy(session: Session, source: Evaluation, evaluation: Evaluation) -> None:
     session.add(evaluation_done(evaluation, reused_from=evaluation.reused_from))
 
 
-def _source(session: Session, run: Run, key: str, *, archive: bool) -> Evaluation | None:
-    """A trusted finished evaluation with `key`: this run's first, then (if allowed) any run's;
-    the oldest first."""
-    where = [Evaluation.reuse_key == key, Evaluation.status == EvaluationStatus.DONE]
+def _sources(session: Session, run: Run, keys: Sequence[str], *, archive: bool) -> dict[str, Evaluation]:
+    """`_source` for each of `keys` that has one, in one query."""
+    where = [Evaluation.reuse_key.in_(keys), Evaluation.status == EvaluationStatus.DONE]
     if not archive:
         where.append(Evaluation.run_id == run.id)
-    candidates = session.scalars(select(Evaluation).where(*where).order_by(Evaluation.created_at)).all()
-    trusted = [e for e in candidates if trustworthy(e)]
-    return next((e for e in trusted if e.run_id == run.id), trusted[0] if trusted else None)
+    by_key: dict[str, list[Evaluation]] = {}
+    for e in session.scalars(select(Evaluation).where(*where).order_by(Evaluation.created_at)):
+        if trustworthy(e) and e.reuse_key is not None:
+            by_key.setdefault(e.reuse_key, []).append(e)
+    return {
+        key: next((e for e in trusted if e.run_id == run.id), trusted[0]) for key, trusted in by_key.items()
+    }
 
 
-def _twin_pending(session: Session, run: Run, key: str, agent_id: str) -> bool:
-    return (
-        session.scalar(
-            select(Evaluation.id)
-            .where(
+def _twins_pending(session: Session, run: Run, keys: Sequence[str], agent_id: str) -> set[str]:
+    """Those of `keys` pending for another agent of this run, in one query."""
+    return {
+        key
+        for key in session.scalars(
+            select(Evaluation.reuse_key).where(
                 Evaluation.run_id == run.id,
-                Evaluation.reuse_key == key,
+                Evaluation.reuse_key.in_(keys),
                 Evaluation.status == EvaluationStatus.PENDING,
                 Evaluation.agent_id != agent_id,
             )
-            .limit(1)
         )
-        is not None
-    )
+        if key is not None
+    }
 
 
 def _same_tree(session: Session, member: RunAgent, tree: str, *, archive: bool) -> str | None:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 
-from service.simulation.landscape import LANDSCAPES
+from service.simulation.landscape import LandscapeConfig
 from service.simulation.presets import get_preset
 from service.simulation.runner import SimResult, simulate
 
@@ -14,13 +14,13 @@ from service.simulation.runner import SimResult, simulate
 @dataclass(frozen=True)
 class Job:
     preset: str
-    landscape: str
+    landscape: LandscapeConfig  # built in or from a file: sent whole to the worker process
     seed: int
     budget: int
 
 
 def _run(job: Job) -> SimResult:
-    return simulate(get_preset(job.preset), LANDSCAPES[job.landscape], job.seed, job.budget)
+    return simulate(get_preset(job.preset), job.landscape, job.seed, job.budget)
 
 
 def run_all(

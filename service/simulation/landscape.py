@@ -18,7 +18,21 @@ shift lands on one cluster drawn uniformly, multiplied by `cluster_gain`, leavin
 alone: gains make specialists, which a small screening stage sees only through the few of its
 tasks that fall in that cluster. Harmful shifts stay global.
 
-The true score of an agent is its mean chance over the whole pool, which no run ever sees.
+Further parameters (all off in `default` and `clusters`, whose numbers stay as they were):
+
+- Stepping stones (`stepping` > 0): with that probability a mutation is a stepping stone, a
+  global shift N(stepping_mean, effect_sd) (usually a loss) whose child and all its descendants
+  are "unlocked": their large gains come with probability `unlocked_large_gain` and mean
+  `unlocked_large_mean` instead. A worse agent is then the way up (the `deceptive` landscape).
+- A noisy grader: a share `flaky` of the tasks resolve with probability `flaky_chance` whatever
+  the agent (a fresh draw every trial, so the verdict flips between trials); a share
+  `impossible` resolve for no agent. Mutations leave both alone.
+- Per-task cost: each task has a cost in dollars, tokens and wall time, log-normal around
+  `cost_usd` (median, sd `cost_sd` in log space); wall time `seconds` scales with the same draw,
+  tokens are the dollars at `usd_per_mtok`. The simulated worker reports them per evaluation.
+
+The true score of an agent is its mean chance over the whole pool (flaky tasks at their
+chance, impossible ones at 0), which no run ever sees.
 """
 
 from __future__ import annotations
@@ -35,6 +49,7 @@ class Mutation(StrEnum):
     HARMFUL = "harmful"
     LARGE_GAIN = "large_gain"
     SMALL = "small"
+    STEPPING = "stepping"  # a loss now that unlocks large gains for the child's descendants
 
 
 @dataclass(frozen=True)
@@ -55,20 +70,67 @@ class LandscapeConfig:
     jitter_sd: float = 0.1
     clusters: int = 1
     cluster_gain: float = 3.0
+    stepping: float = 0.0
+    stepping_mean: float = -0.4
+    unlocked_large_gain: float = 0.0
+    unlocked_large_mean: float = 0.6
+    flaky: float = 0.0
+    flaky_chance: float = 0.5
+    impossible: float = 0.0
+    cost_usd: float = 0.25
+    cost_sd: float = 0.8
+    seconds: float = 300.0
+    usd_per_mtok: float = 3.0
 
     def __post_init__(self) -> None:
-        named = self.noop + self.invalid + self.harmful + self.large_gain
-        if not 0.0 <= named <= 1.0 or min(self.noop, self.invalid, self.harmful, self.large_gain) < 0:
-            raise ValueError(f"mutation probabilities must be >= 0 and sum to at most 1, got {named}")
+        shares = (self.noop, self.invalid, self.harmful, self.large_gain, self.stepping)
+        named = sum(shares)
+        if not 0.0 <= named <= 1.0 or min(shares) < 0:
+            raise ValueError(
+                "mutation probabilities (noop, invalid, harmful, large_gain, stepping) must be >= 0 "
+                f"and sum to at most 1, got {named:g}"
+            )
+        if not 0.0 <= self.unlocked_large_gain <= 1.0 - (named - self.large_gain):
+            raise ValueError("unlocked_large_gain must be >= 0 and fit beside the other mutation shares")
         if self.tasks < 1 or self.clusters < 1 or self.clusters > self.tasks:
             raise ValueError("need 1 <= clusters <= tasks")
         if not 0.0 < self.seed_score < 1.0:
             raise ValueError("seed_score must lie strictly between 0 and 1")
+        for share in ("flaky", "flaky_chance", "impossible"):
+            if not 0.0 <= getattr(self, share) <= 1.0:
+                raise ValueError(f"{share} must lie between 0 and 1")
+        if self.flaky + self.impossible >= 1.0:
+            raise ValueError("flaky + impossible must leave some tasks an agent can learn (< 1)")
+        for positive in ("difficulty_sd", "small_sd", "effect_sd", "jitter_sd", "cost_sd"):
+            if getattr(self, positive) < 0:
+                raise ValueError(f"{positive} must be >= 0")
+        for positive in ("cost_usd", "seconds", "usd_per_mtok", "cluster_gain"):
+            if getattr(self, positive) <= 0:
+                raise ValueError(f"{positive} must be > 0")
 
 
 LANDSCAPES: dict[str, LandscapeConfig] = {
     "default": LandscapeConfig(),
     "clusters": replace(LandscapeConfig(), name="clusters", clusters=5),
+    # DGM's published start: 0.20 overall (the seed below the 0.4 screening threshold), gains
+    # calibrated so that the baseline gains about +0.30 in a DGM-sized run (docs/simulation.md).
+    "dgm-start": LandscapeConfig(
+        name="dgm-start", seed_score=0.2, large_gain=0.08, large_mean=0.65, small_mean=0.03
+    ),
+    # Rarer, larger gains: one mutation in a hundred, three times the default's shift.
+    "medium-gains": LandscapeConfig(name="medium-gains", large_gain=0.01, large_mean=1.8, small_sd=0.1),
+    # A plateau: few gains unless an agent descends from a stepping stone, which scores worse.
+    "deceptive": LandscapeConfig(
+        name="deceptive",
+        large_gain=0.005,
+        small_sd=0.08,
+        stepping=0.06,
+        stepping_mean=-0.5,
+        unlocked_large_gain=0.15,
+        unlocked_large_mean=0.8,
+    ),
+    # A fifth of the tasks a coin flip whatever the agent, 5% that no agent passes.
+    "noisy-grader": LandscapeConfig(name="noisy-grader", flaky=0.2, impossible=0.05),
 }
 
 
@@ -88,17 +150,64 @@ class Draw:
     cluster: int | None = None
 
 
+@dataclass(frozen=True)
+class TaskCost:
+    """What one evaluation of a task costs (the same for every agent)."""
+
+    usd: float
+    tokens: int
+    seconds: float
+
+
+class TaskKind(StrEnum):
+    LEARNABLE = "learnable"
+    FLAKY = "flaky"  # a coin flip whatever the agent
+    IMPOSSIBLE = "impossible"  # no agent passes
+
+
 @dataclass
 class Landscape:
-    """One landscape instance (the difficulties are drawn from `seed`)."""
+    """One landscape instance (the difficulties, kinds and costs are drawn from `seed`)."""
 
     config: LandscapeConfig
     seed: int
     difficulty: list[float] = field(init=False)
+    kind: list[TaskKind] = field(init=False)
+    cost: list[TaskCost] = field(init=False)
 
     def __post_init__(self) -> None:
-        rng = random.Random(f"landscape:{self.config.name}:{self.seed}")
-        self.difficulty = [rng.gauss(0.0, self.config.difficulty_sd) for _ in range(self.config.tasks)]
+        c = self.config
+        rng = random.Random(f"landscape:{c.name}:{self.seed}")
+        self.difficulty = [rng.gauss(0.0, c.difficulty_sd) for _ in range(c.tasks)]
+        # Kinds and costs from their own streams, so that landscapes without them keep their draws.
+        order = random.Random(f"kinds:{c.name}:{self.seed}").sample(range(c.tasks), c.tasks)
+        flaky, impossible = round(c.flaky * c.tasks), round(c.impossible * c.tasks)
+        self.kind = [TaskKind.LEARNABLE] * c.tasks
+        for j in order[:flaky]:
+            self.kind[j] = TaskKind.FLAKY
+        for j in order[flaky : flaky + impossible]:
+            self.kind[j] = TaskKind.IMPOSSIBLE
+        costs = random.Random(f"costs:{c.name}:{self.seed}")
+        self.cost = []
+        for _ in range(c.tasks):
+            scale = math.exp(costs.gauss(0.0, c.cost_sd))
+            usd = c.cost_usd * scale
+            self.cost.append(TaskCost(usd, round(usd / c.usd_per_mtok * 1e6), c.seconds * scale))
+
+    def chance(self, logits: list[float], task: int) -> float:
+        """The chance that an agent with `logits` resolves `task` in one trial."""
+        kind = self.kind[task]
+        if kind is TaskKind.FLAKY:
+            return self.config.flaky_chance
+        if kind is TaskKind.IMPOSSIBLE:
+            return 0.0
+        return sigmoid(logits[task])
+
+    def score(self, logits: list[float]) -> float:
+        """The true score: the mean chance over the pool."""
+        if all(k is TaskKind.LEARNABLE for k in self.kind):
+            return true_score(logits)
+        return math.fsum(self.chance(logits, j) for j in range(len(logits))) / len(logits)
 
     @property
     def task_ids(self) -> list[str]:
@@ -112,13 +221,14 @@ class Landscape:
         low, high = -20.0, 20.0
         for _ in range(60):
             mid = (low + high) / 2.0
-            if true_score([mid - d for d in self.difficulty]) < self.config.seed_score:
+            if self.score([mid - d for d in self.difficulty]) < self.config.seed_score:
                 low = mid
             else:
                 high = mid
         return [(low + high) / 2.0 - d for d in self.difficulty]
 
-    def draw(self, rng: random.Random) -> Draw:
+    def draw(self, rng: random.Random, *, unlocked: bool = False) -> Draw:
+        """One mutation of a parent (`unlocked`: one descending from a stepping stone)."""
         c = self.config
         u = rng.random()
         if u < c.noop:
@@ -127,8 +237,15 @@ class Landscape:
             return Draw(Mutation.INVALID)
         if u < c.noop + c.invalid + c.harmful:
             return Draw(Mutation.HARMFUL, rng.gauss(c.harmful_mean, c.effect_sd))
-        if u < c.noop + c.invalid + c.harmful + c.large_gain:
-            kind, shift = Mutation.LARGE_GAIN, rng.gauss(c.large_mean, c.effect_sd)
+        below = c.noop + c.invalid + c.harmful
+        if u < below + c.stepping:
+            return Draw(Mutation.STEPPING, rng.gauss(c.stepping_mean, c.effect_sd))
+        below += c.stepping
+        gain, mean = (
+            (c.unlocked_large_gain, c.unlocked_large_mean) if unlocked else (c.large_gain, c.large_mean)
+        )
+        if u < below + gain:
+            kind, shift = Mutation.LARGE_GAIN, rng.gauss(mean, c.effect_sd)
         else:
             kind, shift = Mutation.SMALL, rng.gauss(c.small_mean, c.small_sd)
         if c.clusters > 1 and shift > 0:

@@ -1,17 +1,23 @@
 """The named run configurations `clade sim` compares.
 
 A preset is what a user would write in a run configuration: stages, selection strategy and its
-params, parallelism. Stage tasks are drawn from the landscape's pool per seed, without overlap
-between stages. A preset naming a strategy the selection registry does not know is listed as
-unavailable instead of run, so strategies added to the registry later appear as soon as a
-preset names them.
+params, evaluation policy, parallelism. Stage tasks are drawn from the landscape's pool per
+seed, without overlap between stages. A preset naming a strategy the selection registry does
+not know, or evaluation settings the configuration does not accept, is listed as unavailable
+instead of run, so what other branches add appears as soon as a preset names it.
+
+A `/2` preset is its full-budget twin given half the budget: it ends at B/2 and spends nothing
+more, and the report compares it with the baseline at the full budget B.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pydantic import ValidationError
+
+from contracts.config import EvaluationConfig
 from service.selection import known_strategies
 
 
@@ -36,6 +42,10 @@ class Preset:
     # The share of the budget the run itself is given (its `budget.max_evaluations`; needs
     # `heldout`): it ends there and spends nothing more, so its final pick counts from then on.
     budget_share: float = 1.0
+    # Further `evaluation` settings of the run configuration (e.g. {"policy": "racing"}).
+    evaluation: dict[str, Any] = field(default_factory=dict)
+    # The run is told its budget (`budget.max_evaluations`), for strategies that plan by it.
+    budget_in_config: bool = False
 
     def margin(self) -> int:
         """The most evaluations steps in flight can still send once no step opens."""
@@ -43,7 +53,17 @@ class Preset:
 
     @property
     def available(self) -> bool:
-        return self.strategy in known_strategies()
+        return self.unavailable_reason() is None
+
+    def unavailable_reason(self) -> str | None:
+        if self.strategy not in known_strategies():
+            return f"strategy {self.strategy!r} is not registered"
+        if self.evaluation:
+            try:
+                EvaluationConfig.model_validate(self.evaluation)
+            except ValidationError as exc:
+                return f"evaluation settings {self.evaluation} are not accepted ({exc.errors()[0]['msg']})"
+        return None
 
     def stage_text(self) -> str:
         parts = []
@@ -55,6 +75,8 @@ class Preset:
                 text += "(" + ",".join(f"{k}={v}" for k, v in stage.options.items()) + ")"
             parts.append(text)
         text = " -> ".join(parts)
+        if self.evaluation.get("policy"):
+            text += f", {self.evaluation['policy']} policy"
         if self.heldout is not None:
             text += f", held-out {self.heldout[0]} (top {self.heldout[1]})"
         if self.budget_share != 1.0:
@@ -65,53 +87,66 @@ class Preset:
 DGM_STAGES = (SimStage(10, 0.4), SimStage(50))
 BASELINE = "dgm"
 
-PRESETS: dict[str, Preset] = {
-    p.name: p
-    for p in (
-        Preset(BASELINE, "the Darwin Gödel Machine's default (the baseline)", DGM_STAGES),
-        Preset("score_prop", "DGM stages, parents weighted by score", DGM_STAGES, "score_prop"),
-        Preset("random", "DGM stages, parents uniformly at random", DGM_STAGES, "random"),
-        Preset("best", "DGM stages, always the best-scoring parent", DGM_STAGES, "best"),
-        Preset("hgm", "DGM stages, Thompson sampling on clade results (HGM)", DGM_STAGES, "hgm"),
-        Preset(
-            "dgm-lean",
-            "DGM selection, a second stage of 20 tasks instead of 50",
-            (SimStage(10, 0.4), SimStage(20)),
-        ),
-        Preset(
-            "hgm-lean", "HGM selection, a second stage of 20 tasks", (SimStage(10, 0.4), SimStage(20)), "hgm"
-        ),
-        Preset("hgm-10", "HGM selection, one stage of 10 tasks (no threshold)", (SimStage(10),), "hgm"),
-        # The seed is scored on the 60 tasks every measurement draws from (HGM's SWE-Verified-60);
-        # the strategy gives the run HGM's budget of 800 evaluations (docs/hgm-paper.md).
-        Preset(
-            "hgm-paper",
-            "HGM as published: expand or measure one task, 800 evaluations",
-            (SimStage(60),),
-            "hgm-paper",
-        ),
-        Preset("islands", "DGM stages, 4 islands with migration every 10 steps", DGM_STAGES, "islands"),
-        Preset(
-            "map_elites", "DGM stages, MAP-Elites niches (3 clusters x 2 levels)", DGM_STAGES, "map_elites"
-        ),
-        Preset("group", "DGM stages, group evolution in rounds of 2", DGM_STAGES, "group", {"group_size": 2}),
-        Preset(
-            "hgm-lean+heldout",
-            "hgm-lean, its best chosen on 50 held-out tasks (top 3)",
-            (SimStage(10, 0.4), SimStage(20)),
-            "hgm",
-            heldout=(50, 3),
-        ),
-        Preset(
-            "hgm-lean+heldout/2",
-            "hgm-lean+heldout given half the budget",
-            (SimStage(10, 0.4), SimStage(20)),
-            "hgm",
-            heldout=(50, 3),
-            budget_share=0.5,
-        ),
+LEAN_STAGES = (SimStage(10, 0.4), SimStage(20))
+HELDOUT = (50, 3)  # 50 held-out tasks for the top 3 agents
+RACING: dict[str, Any] = {"policy": "racing"}  # the `racing` branch's defaults
+HALF = "/2"
+
+_FULL: tuple[Preset, ...] = (
+    Preset(BASELINE, "the Darwin Gödel Machine's default (the baseline)", DGM_STAGES),
+    Preset("dgm+heldout", "dgm, its best chosen on 50 held-out tasks (top 3)", DGM_STAGES, heldout=HELDOUT),
+    Preset("dgm-lean", "DGM selection, a second stage of 20 tasks instead of 50", LEAN_STAGES),
+    Preset(
+        "hgm-paper",
+        "HGM as published: decoupled expand/measure, Thompson sampling, one task per measurement",
+        # The seed is scored on the 60 tasks every measurement draws from (HGM's SWE-Verified-60).
+        (SimStage(60),),
+        "hgm-paper",
+        budget_in_config=True,
+    ),
+    Preset(
+        "racing", "DGM selection and stages, tasks sent in batches and raced", DGM_STAGES, evaluation=RACING
+    ),
+    Preset(
+        "clade",
+        "recommended: HGM selection, lean stages, its best chosen on 50 held-out tasks (top 3)",
+        LEAN_STAGES,
+        "hgm",
+        heldout=HELDOUT,
+    ),
+    Preset("hgm", "DGM stages, Thompson sampling on clade results (HGM's parent rule)", DGM_STAGES, "hgm"),
+    Preset("hgm-lean", "HGM selection, a second stage of 20 tasks", LEAN_STAGES, "hgm"),
+    Preset(
+        "hgm-lean+heldout",
+        "hgm-lean, its best chosen on 50 held-out tasks (top 3)",
+        LEAN_STAGES,
+        "hgm",
+        heldout=HELDOUT,
+    ),
+    Preset("hgm-10", "HGM selection, one stage of 10 tasks (no threshold)", (SimStage(10),), "hgm"),
+    Preset("score_prop", "DGM stages, parents weighted by score", DGM_STAGES, "score_prop"),
+    Preset("random", "DGM stages, parents uniformly at random", DGM_STAGES, "random"),
+    Preset("best", "DGM stages, always the best-scoring parent", DGM_STAGES, "best"),
+    Preset("islands", "DGM stages, 4 islands with migration every 10 steps", DGM_STAGES, "islands"),
+    Preset("map_elites", "DGM stages, MAP-Elites niches (3 clusters x 2 levels)", DGM_STAGES, "map_elites"),
+    Preset("group", "DGM stages, group evolution in rounds of 2", DGM_STAGES, "group", {"group_size": 2}),
+)
+# The comparison issue 19 asks for: these and their `/2` twins (`clade sim --preset main`).
+MAIN = ("dgm", "dgm+heldout", "dgm-lean", "hgm-paper", "racing", "clade")
+
+
+def half(preset: Preset) -> Preset:
+    """`preset` given half the budget (it ends at B/2; compared with the baseline at B)."""
+    return replace(
+        preset, name=preset.name + HALF, description=f"{preset.name} given half the budget", budget_share=0.5
     )
-}
+
+
+PRESETS: dict[str, Preset] = {p.name: p for full in _FULL for p in (full, half(full))}
+
+
+def main_presets() -> list[str]:
+    return [name for full in MAIN for name in (full, full + HALF)]
 
 
 def preset_names() -> list[str]:

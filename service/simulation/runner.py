@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 from contracts.config import RunConfig
+from contracts.intervals import wilson
 from contracts.settings import Settings
 from service.db.models import Base, Evaluation, Run, RunAgent, Step
 from service.driver.jobs import Outbox
@@ -70,6 +71,11 @@ class SimResult:
     mutations: dict[str, int] = field(default_factory=dict)
     ticks: int = 0
     seconds: float = 0.0
+    cost_usd: float = 0.0  # the dollars the simulated worker reported for its evaluations
+    task_seconds: float = 0.0  # their wall time, as reported
+    cost_in_database: float = 0.0  # the dollars the database's evaluations hold
+    # The named best's held-out Wilson bounds and true score at the end (None: never held out).
+    heldout_bounds: tuple[float, float] | None = None
 
     def at(self, evaluations: int) -> Sample:
         """The last sample taken with at most `evaluations` done (the seed's before any)."""
@@ -86,7 +92,8 @@ class SimResult:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SimResult:
         samples = [Sample(**sample) for sample in data.pop("samples")]
-        return cls(**data, samples=samples)
+        bounds = data.pop("heldout_bounds", None)
+        return cls(**data, samples=samples, heldout_bounds=tuple(bounds) if bounds else None)
 
     @property
     def final(self) -> Sample:
@@ -122,14 +129,21 @@ def stage_tasks(landscape: Landscape, preset: Preset, seed: int) -> list[list[st
     return stages
 
 
+def own_budget(preset: Preset, budget: int) -> int:
+    """The evaluations `preset` may spend of a comparison's budget (half for a `/2` preset)."""
+    return round(budget * preset.budget_share)
+
+
 def run_config(preset: Preset, seed_agent: str, stages: list[list[str]], seed: int, budget: int) -> RunConfig:
     """The preset as a run configuration; `stages` ends with the held-out tasks if it has some."""
     limits: dict[str, Any] = {"max_children": 1_000_000}
-    evaluation: dict[str, Any] = {}
+    evaluation: dict[str, Any] = dict(preset.evaluation)
     if preset.heldout is not None:
         evaluation["heldout"] = {"tasks": stages[-1], "top_k": preset.heldout[1]}
         # Steps stop in time for the held-out phase and the steps in flight to fit the budget.
-        limits["max_evaluations"] = max(1, round(budget * preset.budget_share) - preset.margin())
+        limits["max_evaluations"] = max(1, own_budget(preset, budget) - preset.margin())
+    elif preset.budget_in_config:
+        limits["max_evaluations"] = own_budget(preset, budget)
     return RunConfig.model_validate(
         {
             "name": f"sim:{preset.name}:{seed}",
@@ -171,7 +185,8 @@ def simulate(preset: Preset, landscape_config: LandscapeConfig, seed: int, budge
     )
     watcher = _Watcher(run_id, worker)
     idle = 0
-    while result.evaluations < budget:
+    limit = own_budget(preset, budget)  # a `/2` preset stops at half; its curve stays flat after
+    while result.evaluations < limit:
         outbox = Outbox()
         with sessions.begin() as session:
             run = session.get(Run, run_id)
@@ -184,7 +199,7 @@ def simulate(preset: Preset, landscape_config: LandscapeConfig, seed: int, budge
                 worker.improve(session, improve)
             # Results of distinct evaluations read nothing the others write: one flush for them all.
             with session.no_autoflush:
-                for evaluate in outbox.evaluate[: budget - result.evaluations]:
+                for evaluate in outbox.evaluate[: limit - result.evaluations]:
                     worker.evaluate(session, evaluate)
                     result.evaluations += 1
         with sessions() as session:
@@ -198,6 +213,7 @@ def simulate(preset: Preset, landscape_config: LandscapeConfig, seed: int, budge
             change_state(session, run_id=run_id, action="cancel")
     with sessions() as session:
         watcher.observe(session, result, force=True)
+        result.heldout_bounds = watcher.heldout_bounds(session)
         done = session.execute(
             select(Evaluation.reused_from.is_(None), func.count())
             .where(Evaluation.run_id == run_id, Evaluation.status == EvaluationStatus.DONE)
@@ -206,7 +222,12 @@ def simulate(preset: Preset, landscape_config: LandscapeConfig, seed: int, budge
         counts = {bool(ran): int(n) for ran, n in done}
         # The budget counts evaluations run; copies of identical code's results cost nothing.
         result.done_in_database, result.reused = counts.get(True, 0), counts.get(False, 0)
+        # What the worker reported reached the database (reused rows cost nothing).
+        result.cost_in_database = float(
+            session.scalar(select(func.sum(Evaluation.cost_usd)).where(Evaluation.run_id == run_id)) or 0.0
+        )
     result.mutations = {kind.value: worker.mutations[kind] for kind in Mutation}
+    result.cost_usd, result.task_seconds = worker.cost_usd, worker.seconds
     result.seconds = time.perf_counter() - started
     return result
 
@@ -242,6 +263,18 @@ class _Watcher:
         )
         result.samples.append(Sample(result.evaluations, result.steps, self.picked, self.best))
         return True
+
+    def heldout_bounds(self, session: Session) -> tuple[float, float] | None:
+        """The Wilson interval of the named best's held-out results (None: it has none)."""
+        named = top_agents(session, run_id=self.run_id, k=1)
+        if not named:
+            return None
+        member = session.scalar(
+            select(RunAgent).where(RunAgent.run_id == self.run_id, RunAgent.agent_id == named[0])
+        )
+        if member is None or not member.heldout_total:
+            return None
+        return wilson(member.heldout_resolved or 0, member.heldout_total)
 
     def _rescore(self, session: Session) -> None:
         members = session.execute(

@@ -5,8 +5,9 @@ result functions (those the worker API calls), with no sandbox, model or git.
   database half of `Archive.create_child`) under a synthetic 40-hex id and tree id; a no-op
   mutation keeps the parent's tree id, so identical code is visible as such. An invalid
   mutation is rejected through `reject_step`, as a worker reports a child that failed validation.
-- An evaluate job is resolved with probability sigmoid(logit) of that agent on that task,
-  recorded by `record_evaluation`.
+- An evaluate job is resolved with the landscape's chance of that agent on that task, recorded
+  by `record_evaluation` with the task's cost (one metered call: its tokens and dollars) and
+  wall time, as a real worker reports them.
 
 Every random draw is keyed by the run seed and what it is about (step number; agent, task and
 repeat), never by the order jobs arrive in, so a seed gives the same run every time.
@@ -22,11 +23,11 @@ from dataclasses import dataclass, field
 from sqlalchemy.orm import Session
 
 from contracts.jobs import EvaluateJob, ImproveJob
-from contracts.records import EvaluationResult, EvaluationSubmission
+from contracts.records import Durations, EvaluationResult, EvaluationSubmission, UsageRecord
 from service.archive.store import record_child
 from service.db.models import Agent, Step
 from service.results import record_evaluation, reject_step
-from service.simulation.landscape import Landscape, Mutation, sigmoid, true_score
+from service.simulation.landscape import Landscape, Mutation
 
 INVALID_REASON = "simulated: the child failed validation"
 
@@ -39,6 +40,7 @@ def synthetic_sha(*parts: object) -> str:
 class AgentTruth:
     logits: list[float]
     score: float  # the true score: mean chance over the pool
+    unlocked: bool = False  # descends from a stepping stone (large gains come more often)
 
 
 @dataclass
@@ -48,13 +50,15 @@ class SimulatedWorker:
     truth: dict[str, AgentTruth] = field(default_factory=dict)
     mutations: Counter[Mutation] = field(default_factory=Counter)
     seed_id: str = ""
+    cost_usd: float = 0.0  # what the evaluations answered cost, as reported
+    seconds: float = 0.0  # their wall time, as reported
     _repeats: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     def add_seed(self, session: Session) -> str:
         """The seed agent's row (as a seed import would write it, without git); its id."""
         logits = self.landscape.seed_logits()
         agent_id = synthetic_sha("seed", self.landscape.config.name, self.seed)
-        self.truth[agent_id] = AgentTruth(logits, true_score(logits))
+        self.truth[agent_id] = AgentTruth(logits, self.landscape.score(logits))
         self.seed_id = agent_id
         session.add(
             Agent(
@@ -72,12 +76,12 @@ class SimulatedWorker:
         if step is None:
             raise KeyError(f"step {job.step_id} not found")
         rng = random.Random(f"improve:{self.seed}:{step.number}")
-        draw = self.landscape.draw(rng)
+        parent = self.truth[job.parent_id]
+        draw = self.landscape.draw(rng, unlocked=parent.unlocked)
         self.mutations[draw.kind] += 1
         if draw.kind is Mutation.INVALID:
             reject_step(session, step_id=job.step_id, reason=INVALID_REASON)
             return
-        parent = self.truth[job.parent_id]
         child_id = synthetic_sha("agent", self.seed, step.number)
         if draw.kind is Mutation.NOOP:
             parent_row = session.get(Agent, job.parent_id)
@@ -86,7 +90,9 @@ class SimulatedWorker:
             tree_id, truth = parent_row.tree_id, parent
         else:
             logits = self.landscape.mutate(parent.logits, draw, rng)
-            tree_id, truth = synthetic_sha("tree", child_id), AgentTruth(logits, true_score(logits))
+            unlocked = parent.unlocked or draw.kind is Mutation.STEPPING
+            truth = AgentTruth(logits, self.landscape.score(logits), unlocked)
+            tree_id = synthetic_sha("tree", child_id)
         self.truth[child_id] = truth
         record_child(
             session,
@@ -102,10 +108,27 @@ class SimulatedWorker:
         repeat = self._repeats[key]
         self._repeats[key] += 1
         task = int(job.task_id.rsplit("-", 1)[1])
-        chance = sigmoid(self.truth[job.agent_id].logits[task])
+        chance = self.landscape.chance(self.truth[job.agent_id].logits, task)
         rng = random.Random(f"evaluate:{self.seed}:{job.agent_id}:{job.task_id}:{repeat}")
+        cost = self.landscape.cost[task]
+        self.cost_usd += cost.usd
+        self.seconds += cost.seconds
         record_evaluation(
             session,
             evaluation_id=job.evaluation_id,
-            submission=EvaluationSubmission(result=EvaluationResult(resolved=rng.random() < chance)),
+            submission=EvaluationSubmission(
+                result=EvaluationResult(
+                    resolved=rng.random() < chance,
+                    durations=Durations(agent_s=cost.seconds, total_s=cost.seconds),
+                ),
+                usage=[
+                    UsageRecord(
+                        purpose="solve",
+                        model="simulated",
+                        prompt_tokens=cost.tokens,
+                        completion_tokens=0,
+                        cost_usd=cost.usd,
+                    )
+                ],
+            ),
         )

@@ -93,33 +93,45 @@ def test_with_clusters_a_gain_lands_on_one_cluster_only() -> None:
     assert landscape.mutate(parent, replace(gain, kind=Mutation.NOOP), rng) is parent
 
 
-def test_the_command_writes_the_table_and_the_plots(tmp_path: Path) -> None:
-    out = tmp_path / "docs"
-    result = CliRunner().invoke(
-        app,
-        [
-            "sim",
-            "--seeds",
-            "2",
-            "--budget",
-            "300",
-            "--landscape",
-            "default",
-            "--preset",
-            "hgm",
-            "--out",
-            str(out),
-            "--jobs",
-            "1",
-        ],
-    )
+def test_the_command_writes_its_tables_and_plots_only_into_a_folder_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "simulation-results.md").write_text("the project's own results\n")
+    args = [
+        "sim",
+        "--seeds",
+        "2",
+        "--budget",
+        "300",
+        "--landscape",
+        "default",
+        "--preset",
+        "hgm",
+        "--jobs",
+        "1",
+    ]
+    result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    text = (out / "simulation-results.md").read_text()
-    assert "SIMULATION" in text
-    assert "| dgm |" in text and "| hgm |" in text
-    assert "steps/minute" in text
-    assert (out / "simulation-default.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "[4/4] default" in result.output
+    made = [p for p in tmp_path.iterdir() if p.name != "docs"]
+    assert len(made) == 1 and made[0].name.startswith("clade-sim-"), made
+    assert sorted(p.name for p in made[0].iterdir()) == ["results.md", "runs.json", "simulation-default.png"]
+    assert (tmp_path / "docs" / "simulation-results.md").read_text() == "the project's own results\n"
+    text = (made[0] / "results.md").read_text()
+    assert "SIMULATION" in text and "steps/minute" in text
+    assert "| dgm | 300 |" in text and "| hgm | 300 |" in text
+    assert (made[0] / "simulation-default.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "[4/4" in result.output
+    # A folder that holds anything is refused, and nothing is written into it.
+    again = CliRunner().invoke(app, [*args, "--out", "docs"])
+    assert again.exit_code != 0
+    assert "docs exists and is not an empty folder" in again.output
+    assert sorted(p.name for p in (tmp_path / "docs").iterdir()) == ["simulation-results.md"]
+    # The tables are rewritten from the saved runs without running anything.
+    redrawn = CliRunner().invoke(app, ["sim", "--load", str(made[0] / "runs.json"), "--out", "redrawn"])
+    assert redrawn.exit_code == 0, redrawn.output
+    assert (tmp_path / "redrawn" / "results.md").read_text().split("\n")[4:] == text.split("\n")[4:]
 
 
 def test_code_equal_to_an_earlier_agent_reuses_its_results_for_free() -> None:

@@ -1,0 +1,91 @@
+"""A landscape from a YAML file (`clade sim --landscape FILE`): the fields of `LandscapeConfig`,
+optionally on top of a built-in landscape named by `base`. Every key is checked: an unknown key,
+a value of the wrong type or out of range is refused naming the key and the file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from contracts.safe_yaml import YamlInputError, load_yaml
+from service.simulation.landscape import LANDSCAPES, LandscapeConfig
+
+MAX_LANDSCAPE_CHARS = 100_000  # a landscape is a few dozen lines
+
+
+class LandscapeFileError(ValueError):
+    """A landscape file that cannot be used; the message names the file (and the key)."""
+
+
+def _fields() -> dict[str, dataclasses.Field[Any]]:
+    return {f.name: f for f in dataclasses.fields(LandscapeConfig)}
+
+
+def _typed(path: Path, key: str, value: object, default: object) -> object:
+    """`value` as the type of the field's default, or a refusal naming the key."""
+    if isinstance(default, bool) or isinstance(value, bool):
+        raise LandscapeFileError(f"{path}: {key}: expected a number, got {value!r}")
+    if isinstance(default, int):
+        if not isinstance(value, int):
+            raise LandscapeFileError(f"{path}: {key}: expected a whole number, got {value!r}")
+        return value
+    if isinstance(default, float):
+        if not isinstance(value, int | float):
+            raise LandscapeFileError(f"{path}: {key}: expected a number, got {value!r}")
+        return float(value)
+    if not isinstance(value, str) or not value.strip():
+        raise LandscapeFileError(f"{path}: {key}: expected a non-empty name, got {value!r}")
+    return value
+
+
+def load_landscape(path: Path) -> LandscapeConfig:
+    """The landscape `path` describes; its name is `name`, else the file's stem."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LandscapeFileError(f"{path}: cannot be read: {exc}") from exc
+    try:
+        data = load_yaml(text, max_chars=MAX_LANDSCAPE_CHARS)
+    except YamlInputError as exc:
+        raise LandscapeFileError(f"{path}: {exc}") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise LandscapeFileError(
+            f"{path}: expected a mapping of landscape parameters, got {type(data).__name__}"
+        )
+    fields = _fields()
+    known = ["base", *fields]
+    for key in data:
+        if key not in known:
+            raise LandscapeFileError(
+                f"{path}: unknown key {key!r}; known keys: {', '.join(known)} (docs/simulation.md)"
+            )
+    base_name = data.get("base", "default")
+    if base_name not in LANDSCAPES:
+        raise LandscapeFileError(
+            f"{path}: base: unknown landscape {base_name!r}; known: {', '.join(LANDSCAPES)}"
+        )
+    base = LANDSCAPES[base_name]
+    values: dict[str, object] = {"name": path.stem}
+    for key, value in data.items():
+        if key != "base":
+            values[key] = _typed(path, key, value, getattr(base, key))
+    try:
+        return dataclasses.replace(base, **values)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise LandscapeFileError(f"{path}: {exc}") from exc
+
+
+def resolve_landscape(name_or_path: str) -> LandscapeConfig:
+    """A built-in landscape by name, else the YAML file at that path."""
+    if name_or_path in LANDSCAPES:
+        return LANDSCAPES[name_or_path]
+    path = Path(name_or_path)
+    if path.suffix.lower() in (".yaml", ".yml", ".json") or path.exists():
+        return load_landscape(path)
+    raise LandscapeFileError(
+        f"unknown landscape {name_or_path!r}: neither a built-in ({', '.join(LANDSCAPES)}) nor a file"
+    )

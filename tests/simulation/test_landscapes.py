@@ -1,0 +1,132 @@
+"""The built-in landscapes and landscapes from YAML files."""
+
+from __future__ import annotations
+
+import random
+import statistics
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from service.simulation.landscape import LANDSCAPES, Landscape, Mutation, TaskKind
+from service.simulation.landscape_file import LandscapeFileError, load_landscape, resolve_landscape
+from service.simulation.presets import PRESETS
+from service.simulation.runner import simulate
+
+
+def test_six_landscapes_are_built_in_and_each_seed_draws_the_same_landscape() -> None:
+    assert list(LANDSCAPES) == [
+        "default",
+        "clusters",
+        "dgm-start",
+        "medium-gains",
+        "deceptive",
+        "noisy-grader",
+    ]
+    for config in LANDSCAPES.values():
+        first, again, other = Landscape(config, 5), Landscape(config, 5), Landscape(config, 6)
+        assert (first.difficulty, first.kind, first.cost) == (again.difficulty, again.kind, again.cost)
+        assert first.difficulty != other.difficulty
+        assert abs(first.score(first.seed_logits()) - config.seed_score) < 1e-9
+
+
+def test_dgm_start_starts_where_dgm_started() -> None:
+    assert LANDSCAPES["dgm-start"].seed_score == 0.2
+
+
+def test_tasks_cost_different_amounts_and_the_worker_reports_each() -> None:
+    small = replace(LANDSCAPES["default"], tasks=80)
+    landscape = Landscape(small, 3)
+    dollars = [c.usd for c in landscape.cost]
+    assert max(dollars) > 3 * min(dollars)  # a log-normal spread, not one price
+    assert statistics.median(dollars) == pytest.approx(small.cost_usd, rel=0.5)
+    result = simulate(PRESETS["dgm"], small, seed=3, budget=200)
+    assert result.cost_in_database == pytest.approx(result.cost_usd)
+    assert 200 * min(dollars) < result.cost_usd < 200 * max(dollars)
+    assert result.cost_usd != pytest.approx(200 * small.cost_usd, rel=1e-3)  # not one price per task
+
+
+def test_a_noisy_grader_flips_verdicts_and_has_tasks_no_agent_passes() -> None:
+    config = LANDSCAPES["noisy-grader"]
+    landscape = Landscape(config, 0)
+    assert landscape.kind.count(TaskKind.FLAKY) == round(config.flaky * config.tasks)
+    assert landscape.kind.count(TaskKind.IMPOSSIBLE) == round(config.impossible * config.tasks)
+    strong = [10.0] * config.tasks  # an agent that solves every task it can
+    flaky = landscape.kind.index(TaskKind.FLAKY)
+    impossible = landscape.kind.index(TaskKind.IMPOSSIBLE)
+    assert landscape.chance(strong, flaky) == config.flaky_chance
+    assert landscape.chance(strong, impossible) == 0.0
+    # The true score counts flaky tasks at their chance and impossible ones at 0.
+    expected = 1 - config.flaky - config.impossible + config.flaky * config.flaky_chance
+    assert landscape.score(strong) == pytest.approx(expected, abs=1e-3)
+
+
+def test_on_the_deceptive_landscape_gains_come_after_a_stepping_stone() -> None:
+    landscape = Landscape(LANDSCAPES["deceptive"], 0)
+    rng = random.Random(3)
+    plain = [landscape.draw(rng) for _ in range(20_000)]
+    unlocked = [landscape.draw(rng, unlocked=True) for _ in range(20_000)]
+    share = lambda draws: sum(d.kind is Mutation.LARGE_GAIN for d in draws) / len(draws)  # noqa: E731
+    assert share(plain) < 0.01 < 0.1 < share(unlocked)
+    steps = [d.shift for d in plain if d.kind is Mutation.STEPPING]
+    assert steps and statistics.fmean(steps) < 0  # the stepping stone itself scores worse
+
+
+def test_a_landscape_file_sets_its_parameters_over_a_base(tmp_path: Path) -> None:
+    path = tmp_path / "mine.yaml"
+    path.write_text("base: clusters\ntasks: 120\nseed_score: 0.3\nflaky: 0.1\ncost_usd: 2\n")
+    config = load_landscape(path)
+    assert config == replace(
+        LANDSCAPES["clusters"], name="mine", tasks=120, seed_score=0.3, flaky=0.1, cost_usd=2.0
+    )
+    assert resolve_landscape(str(path)) == config
+    assert resolve_landscape("deceptive") is LANDSCAPES["deceptive"]
+    a, b = Landscape(config, 1), Landscape(config, 1)
+    assert a.difficulty == b.difficulty and a.kind == b.kind
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("tasks: 100\nlarge_gains: 0.2\n", "unknown key 'large_gains'"),
+        ("tasks: many\n", "tasks: expected a whole number, got 'many'"),
+        ("tasks: 2.5\n", "tasks: expected a whole number"),
+        ("harmful: true\n", "harmful: expected a number, got True"),
+        ("base: swe-bench\n", "base: unknown landscape 'swe-bench'"),
+        ("flaky: 1.5\n", "flaky must lie between 0 and 1"),
+        ("noop: 0.9\nharmful: 0.5\n", "mutation probabilities"),
+        ("- tasks\n", "expected a mapping"),
+        ("tasks: [1\n", "not valid YAML"),
+        ("a: &x 1\nb: *x\n", "anchors"),
+    ],
+)
+def test_a_bad_landscape_file_is_refused_naming_the_file_and_the_key(
+    tmp_path: Path, text: str, says: str
+) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(LandscapeFileError) as refused:
+        load_landscape(path)
+    assert str(refused.value).startswith(f"{path}: ")
+    assert says in str(refused.value)
+
+
+def test_an_unknown_landscape_name_is_refused() -> None:
+    with pytest.raises(LandscapeFileError, match="unknown landscape 'nowhere'"):
+        resolve_landscape("nowhere")
+    with pytest.raises(LandscapeFileError, match="cannot be read"):
+        resolve_landscape("nowhere.yaml")
+
+
+def test_a_half_budget_preset_ends_at_half_and_shares_its_seed_with_its_twin() -> None:
+    small = replace(LANDSCAPES["default"], tasks=80)
+    full = simulate(PRESETS["dgm"], small, seed=2, budget=400)
+    half = simulate(PRESETS["dgm/2"], small, seed=2, budget=400)
+    assert half.evaluations == half.done_in_database == 200
+    assert half.budget == 400  # compared over the full budget, flat after its end
+    # Common random numbers: the same seed gives the same landscape, tasks and draws, so the
+    # half run is the full run cut at 200.
+    early = [s for s in full.samples if s.evaluations < 180]
+    assert len(early) > 3
+    assert half.samples[: len(early)] == early
