@@ -164,5 +164,5 @@ def test_the_command_runs_the_hgm_paper_preset(tmp_path: Path) -> None:
     args = ["sim", "--seeds", "1", "--budget", "150", "--landscape", "default", "--preset", "hgm-paper"]
     result = CliRunner().invoke(app, [*args, "--out", str(out), "--jobs", "1"])
     assert result.exit_code == 0, result.output
-    text = (out / "simulation-results.md").read_text()
+    text = (out / "results.md").read_text()
     assert "| hgm-paper |" in text and "| dgm |" in text
