@@ -50,7 +50,7 @@ EVALUATIONS_PER_AGENT = 10
 HELDOUT_SCORINGS = 4
 # The model of a demo on the scripted stand-in: it answers to any name, and has a made-up price.
 SCRIPTED_MODEL = "scripted"
-PURPOSES = ("solve", "diagnose", "improve")
+PURPOSES = ("solve", "diagnose", "improve", "judge")
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,6 @@ def test_the_real_servers_faults_and_the_proxys_reach_the_agent_as_one_code(
         usage["prompt_tokens"],
         usage["completion_tokens"],
     )
-    assert answered.requested_model == "smollm2" and answered.model == ok.json()["model"]
+    assert answered.requested_model == "smollm2" and answered.answered_model == ok.json()["model"]
     assert failed.error_code == "context_length_exceeded" and failed.upstream_status == 400
     assert "exceeds the available context size" in (failed.error or "")

@@ -88,7 +88,7 @@ def test_doctor_warns_of_a_model_with_no_price() -> None:
 class DetailedUsage:
     """An upstream that reports cached prompt tokens and reasoning tokens, as OpenAI does."""
 
-    def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
+    def chat_completions(self, body: dict[str, Any], bounds: object = None) -> dict[str, Any]:
         return {
             "id": "x",
             "object": "chat.completion",
@@ -153,7 +153,7 @@ class RefusesTwoLimits:
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
 
-    def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
+    def chat_completions(self, body: dict[str, Any], bounds: object = None) -> dict[str, Any]:
         self.bodies.append(body)
         if "max_tokens" in body and "max_completion_tokens" in body:
             raise UpstreamHTTPError(
@@ -199,7 +199,7 @@ class ChatTemplate:
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
 
-    def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
+    def chat_completions(self, body: dict[str, Any], bounds: object = None) -> dict[str, Any]:
         self.bodies.append(body)
         text = sum(len(str(m.get("content") or "")) for m in body["messages"])
         reply = 2

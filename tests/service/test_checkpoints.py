@@ -106,7 +106,7 @@ def test_the_pick_is_scored_at_each_checkpoint_and_survives_a_restart(
     world.driver.tick()
     run = world.run(run_id)
     assert run.status == "completed"
-    assert run.stop_reason == "budget: max_children reached (2)"
+    assert run.stop_reason.startswith("budget: max_children reached (2 of 2 steps attempted")
     with world.sessions() as session:
         spent = session.scalars(select(Evaluation).where(Evaluation.run_id == run_id)).all()
         assert len(spent) == 10  # within max_evaluations: 3 agents x 2 stage tasks, 2 agents x 2 held out

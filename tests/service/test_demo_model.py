@@ -29,7 +29,7 @@ def demo(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[
 
 def test_the_run_asks_the_named_model_for_every_purpose() -> None:
     config = demo_config("a" * 40, 2, DemoModel("smollm2"))
-    assert config["models"] == {"solve": "smollm2", "diagnose": "smollm2", "improve": "smollm2"}
+    assert config["models"] == dict.fromkeys(("solve", "diagnose", "improve", "judge"), "smollm2")
     assert config["budget"]["max_children"] == 2 and config["seed_agent"] == "a" * 40
     assert config["stages"] == DEMO_CONFIG["stages"]
     parsed = RunConfig.model_validate(config)  # a configuration the service accepts

@@ -37,7 +37,7 @@ def test_the_demos_pick_scores_above_zero_on_its_held_out_tasks(world: World, ch
     else:
         raise AssertionError("the demo's run did not complete")
     run = world.run(run_id)
-    assert run.stop_reason == f"budget: max_children reached ({children})"  # not the evaluations
+    assert run.stop_reason.startswith(f"budget: max_children reached ({children} of {children} steps")
     with world.sessions() as session:
         pick = top_agents(session, run_id=run_id, k=1)[0]
         scored = session.scalars(
