@@ -166,6 +166,9 @@ class BudgetConfig(StrictModel):
     max_wall_time_s: float | None = Field(default=None, gt=0)
     per_evaluation_usd: float | None = Field(default=None, gt=0)
     per_evaluation_tokens: int | None = Field(default=None, gt=0)
+    # The most one reply may use, any purpose: the gateway lowers every request's reply limit to it
+    # (a request without one gets it), so that no model writes on to its own limit at the run's cost.
+    max_reply_tokens: int | None = Field(default=None, ge=16, le=1_000_000)
 
 
 class LimitsConfig(StrictModel):

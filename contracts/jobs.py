@@ -32,6 +32,7 @@ class Budget(BaseModel):
     evaluation_tokens: int | None = Field(default=None, ge=0)
     run_remaining_usd: float | None = Field(default=None, ge=0)  # the lease's money
     run_remaining_tokens: int | None = Field(default=None, ge=0)  # the lease's tokens
+    reply_tokens: int | None = Field(default=None, ge=1)  # the run's `budget.max_reply_tokens`
 
     def less(self, usd: float, tokens: int) -> Budget:
         """What is left of the lease once `usd` and `tokens` of it are spent."""

@@ -184,6 +184,7 @@ class LeaseSlicer:
             run_remaining_tokens=tokens,
             evaluation_usd=self.budget.per_evaluation_usd if evaluation else None,
             evaluation_tokens=self.budget.per_evaluation_tokens if evaluation else None,
+            reply_tokens=self.budget.max_reply_tokens,
         )
 
 

@@ -265,3 +265,81 @@ def test_retries_stay_inside_the_lease(sock_dir: Path, proxy: fp.FaultProxy) -> 
     (record,) = gateway.calls
     assert record.attempts == 2 and gateway.usage.calls == 1
     assert gateway.usage.prompt_tokens == record.prompt_tokens > 0
+
+
+def ask_capped(gateway: LLMGateway, max_tokens: int, timeout: float = 30) -> Any:
+    messages: Any = ask("hello")
+    client = agent_client(gateway, timeout)
+    return client.chat.completions.create(model="scripted", messages=messages, max_tokens=max_tokens)
+
+
+def test_a_timed_out_try_is_counted_at_its_prompt_estimate_and_reply_limit(
+    gateway: LLMGateway, proxy: fp.FaultProxy
+) -> None:
+    # The upstream got the first try and never answered: a provider may still bill it.
+    proxy.plan(fp.passthrough())
+    ask_capped(gateway, 50)  # an answered call first: its record is what one answer costs
+    proxy.plan(fp.hang(), fp.passthrough())
+    ask_capped(gateway, 50)
+    answered, retried = gateway.calls
+    assert (answered.unanswered_attempts, answered.usage_estimated) == (0, False)
+    assert (retried.status, retried.attempts, retried.unanswered_attempts) == ("ok", 2, 1)
+    assert retried.usage_estimated
+    # One answer's tokens, plus the hung try at its bound: the prompt's estimate and the reply limit.
+    assert retried.completion_tokens == answered.completion_tokens + 50
+    assert retried.prompt_tokens > answered.prompt_tokens
+    assert (retried.unanswered_prompt_tokens, retried.unanswered_completion_tokens) == (
+        retried.prompt_tokens - answered.prompt_tokens,
+        50,
+    )
+    assert retried.cost_usd > answered.cost_usd  # the hung try is charged at the model's price
+    assert gateway.usage.total_tokens == answered.total_tokens + retried.total_tokens
+
+
+def test_a_call_that_timed_out_every_time_is_counted_for_each_try(
+    gateway: LLMGateway, proxy: fp.FaultProxy
+) -> None:
+    proxy.plan(*[fp.hang()] * FAST.max_attempts)
+    with pytest.raises(openai.APIStatusError):
+        ask_capped(gateway, 40)
+    (record,) = gateway.calls
+    assert (record.status, record.error_code) == ("error", "upstream_timeout")
+    assert record.unanswered_attempts == FAST.max_attempts and record.usage_estimated
+    assert record.completion_tokens == 40 * FAST.max_attempts
+    assert record.prompt_tokens > 0 and record.prompt_tokens % FAST.max_attempts == 0
+
+
+def test_a_call_in_flight_when_the_gateway_stops_is_recorded_at_its_bound(
+    sock_dir: Path, proxy: fp.FaultProxy
+) -> None:
+    upstream = OpenAICompatibleUpstream(proxy.base_url, REAL_KEY, timeout=60, retry=FAST)
+    config = GatewayConfig(socket_path=sock_dir / "gw.sock", stop_grace_s=0.2)
+    gateway = LLMGateway(config, upstream, PriceTable.default())
+    gateway.start()
+    release = threading.Event()
+    proxy.plan(fp.slow(release))
+    caller = threading.Thread(target=_capped_ignoring_errors, args=(gateway, 30), daemon=True)
+    caller.start()
+    proxy.wait_for_requests(1)
+    gateway.stop()  # the sandbox is gone while the upstream still works on the call
+    (record,) = gateway.calls
+    assert (record.status, record.error_code, record.error_source) == ("error", "call_abandoned", "gateway")
+    assert record.usage_estimated and record.unanswered_attempts == 1
+    assert record.completion_tokens == 30 and record.prompt_tokens > 0 and record.cost_usd > 0
+    assert (record.unanswered_prompt_tokens, record.unanswered_completion_tokens) == (
+        record.prompt_tokens,
+        30,
+    )
+    # Its answer comes late: the call is not recorded (nor counted) a second time.
+    release.set()
+    caller.join(30)
+    upstream.close()
+    assert not caller.is_alive()
+    assert [c.id for c in gateway.calls] == [record.id]
+    assert gateway.chat.wait_idle(10)
+    assert gateway.usage.total_tokens == record.total_tokens
+
+
+def _capped_ignoring_errors(gateway: LLMGateway, max_tokens: int) -> None:
+    with contextlib.suppress(openai.APIError, httpx2.TransportError):
+        ask_capped(gateway, max_tokens)

@@ -257,3 +257,22 @@ def test_a_call_the_lease_pays_at_its_own_size_is_not_refused_for_the_estimate()
     raw = -(-len(json.dumps(raw_body)) // 4)
     assert chat.complete(raw_body).status == 200, chat.calls[-1].error
     assert upstream.bodies[1]["max_tokens"] <= 1_200 - raw
+
+
+@pytest.mark.parametrize(("asked", "sent"), [(4000, 64), (None, 64), (20, 20)])
+def test_the_runs_reply_limit_lowers_every_request_to_it(asked: int | None, sent: int) -> None:
+    """`budget.max_reply_tokens: 64`: a request asking more, or naming no limit, goes upstream
+    with 64 under both keys; one asking less keeps its own. No lease is needed for it."""
+    with _server(content="word " * 400) as server:
+        upstream = OpenAICompatibleUpstream(server.base_url, REAL_KEY, timeout=10)
+        chat = MeteredChat(upstream, PriceTable.default(), purpose="solve", budget=Budget(reply_tokens=64))
+        body: dict[str, Any] = {"model": "scripted", "messages": ask("hi")}
+        if asked is not None:
+            body["max_tokens"] = asked
+        assert chat.complete(body).status == 200
+        upstream.close()
+        forwarded = server.requests[0].body
+    assert isinstance(forwarded, dict)
+    assert (forwarded["max_tokens"], forwarded["max_completion_tokens"]) == (sent, sent)
+    (call,) = chat.calls
+    assert call.completion_tokens <= sent

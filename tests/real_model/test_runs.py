@@ -29,6 +29,9 @@ LIMITS = {
     "overhead_s": 60,
     "max_agent_steps": 4,
 }
+# The seed asks for replies of up to 4,096 tokens; the tiny model can ramble that far, minutes on
+# a busy machine: the run caps every reply (`budget.max_reply_tokens`).
+BUDGET = {"max_reply_tokens": 256}
 EXIT_REASONS = {"completed", "max_steps", "time_limit", "token_limit", "model_error"}
 
 
@@ -43,7 +46,7 @@ def run_config(cluster: Cluster, llama: LlamaServer, **overrides: Any) -> dict[s
         "stages": [{"tasks": TASKS, "threshold": 0.0}],
         "selection": {"strategy": "best"},
         "models": local_models(model),
-        "budget": {"max_children": 0},
+        "budget": BUDGET | {"max_children": 0},
         "limits": LIMITS,
         "parallelism": 1,
     } | overrides
@@ -78,7 +81,7 @@ def test_evaluation_only_run_on_the_real_model(
 def test_one_child_run_on_the_real_model(cluster_factory: Callable[..., Cluster], llama: LlamaServer) -> None:
     cluster = cluster_factory(None, llm_url=llama.base_url)
     cluster.start_worker("real")
-    config = run_config(cluster, llama, budget={"max_children": 1})
+    config = run_config(cluster, llama, budget=BUDGET | {"max_children": 1})
     before = server_counts(llama)
     run_id = start_run(cluster, config)
     run = wait_finished(cluster, run_id, 2100)

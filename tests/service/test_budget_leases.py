@@ -104,3 +104,15 @@ def test_a_run_that_ends_holds_nothing_in_reserve(world: World) -> None:
     world.driver.tick()
     assert world.run(run_id).status == "completed"
     assert sorted(str(lease.outcome) for lease in _leases(world)) == ["expired"] * 3 + ["settled"]
+
+
+def test_the_runs_reply_limit_goes_out_on_every_job(world: World) -> None:
+    world.start(stages=[{"tasks": T}], budget={"max_children": 1, "max_reply_tokens": 300}, parallelism=2)
+    world.driver.tick()
+    _, evaluate = world.outbox.take()
+    assert evaluate and all(job.budget.reply_tokens == 300 for job in evaluate)
+    for job in evaluate:
+        world.answer(job, resolved=True)
+    world.driver.tick()
+    improve, _ = world.outbox.take()
+    assert len(improve) == 1 and improve[0].budget.reply_tokens == 300

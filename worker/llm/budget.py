@@ -67,6 +67,12 @@ class BudgetMeter:
             self._usd += usd
             self._tokens += tokens
 
+    def reply_limit(self, asked: int | None) -> int | None:
+        """The reply limit a request goes upstream with: the agent's, lowered to the run's
+        `max_reply_tokens` (given it when it set none)."""
+        cap = self.budget.reply_tokens
+        return asked if cap is None else min(asked or cap, cap)
+
     def check(self) -> BudgetRefusal | None:
         """Why a new call must be refused, or None if it may go ahead."""
         b = self.budget

@@ -114,7 +114,9 @@ class LLMGateway:
         self._server.stop()
         self._server = None
         self.chat.stop()
-        self.chat.wait_idle(self.config.stop_grace_s)
+        if not self.chat.wait_idle(self.config.stop_grace_s):
+            count = self.chat.abandon()
+            log.warning("%d LLM call(s) in flight as the gateway stopped: counted at their bound", count)
         self.config.socket_path.unlink(missing_ok=True)
 
     def __enter__(self) -> LLMGateway:

@@ -1,9 +1,13 @@
 """Metered chat completions: what the gateway does with one request, apart from HTTP.
 
 Forwards the request's allow-listed fields (`request_fields`; never the agent's headers) to
-the upstream, meters
-tokens and cost, records every call, refuses calls once a budget is spent, and
-keeps the real key out of anything sent back.
+the upstream, meters tokens and cost, records every call, refuses calls once a budget is spent,
+and keeps the real key out of anything sent back.
+
+A try the upstream received but never answered may still be billed (a provider finishes and
+charges a completion whose client went away). Such a try, timed out or still in flight when the
+sandbox stops (`abandon`), is counted at the prompt's estimate (the one its budget hold used) and
+the reply limit the request carried (the prompt alone when it carried none), flagged as estimated.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 from worker.llm.budget import Budget, BudgetMeter, BudgetRefusal
 from worker.llm.estimate import PromptEstimator
 from worker.llm.httpjson import openai_error
-from worker.llm.pricing import PriceTable, TokenUsage, price_reply, reported_usage
+from worker.llm.pricing import ModelPrice, PriceTable, TokenUsage, price_reply, reported_usage
 from worker.llm.records import (
     DEFAULT_RECORD_CHARS,
     CallRoute,
@@ -36,7 +40,7 @@ from worker.llm.records import (
 )
 from worker.llm.redact import Redactor
 from worker.llm.request_fields import REPLY_LIMIT_KEYS, FieldRefusal, check_request, refused_reply_key
-from worker.llm.retry import CallBounds
+from worker.llm.retry import Attempt, CallBounds
 from worker.llm.upstream import Upstream, UpstreamError
 
 log = logging.getLogger("clade.gateway")
@@ -49,6 +53,30 @@ class Reply:
     status: int
     payload: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Bound:
+    """What one unanswered try of a call is counted at: its prompt's estimate and its reply limit."""
+
+    prompt: int
+    completion: int
+    price: ModelPrice | None
+
+    def times(self, tries: int) -> TokenUsage:
+        return TokenUsage(self.prompt * tries, self.completion * tries)
+
+    def usd(self, usage: TokenUsage) -> float:
+        return 0.0 if self.price is None else self.price.usd(usage)
+
+
+@dataclass
+class _OpenCall:
+    """A call gone upstream and not yet recorded; whoever closes it first records it."""
+
+    record: Callable[..., None]
+    bound: _Bound
+    bounds: CallBounds
 
 
 class MeteredChat:
@@ -82,6 +110,7 @@ class MeteredChat:
         self._calls: list[LLMCall] = []
         self._seq = itertools.count()
         self._in_flight = 0
+        self._open: dict[int, _OpenCall] = {}
         self._estimator = PromptEstimator()
         # Reply-limit keys this upstream refused (e.g. both at once): not sent again.
         self._refused_keys: set[str] = set()
@@ -105,6 +134,36 @@ class MeteredChat:
     def stop(self) -> None:
         """No more retries: calls in flight end with their last error (the sandbox is going)."""
         self._stopping.set()
+
+    def abandon(self) -> int:
+        """Record every call still in flight as unanswered (the sandbox is gone and its records are
+        being read): each is counted at its bound. Their answers, if they come, are dropped.
+        Returns how many were recorded."""
+        with self._lock:
+            open_calls = list(self._open.values())
+            self._open.clear()
+        for call in open_calls:
+            tries = _unanswered(call.bounds.attempts) + 1  # the try in flight
+            usage = call.bound.times(tries)
+            cost = call.bound.usd(usage)
+            self._meter.add(cost, usage.prompt + usage.completion)
+            call.record(
+                "error",
+                504,
+                error="the call was still waiting for the upstream when its sandbox stopped; counted at"
+                " its prompt's estimate and its reply limit",
+                error_code="call_abandoned",
+                error_type="upstream_error",
+                error_source="gateway",
+                attempts=len(call.bounds.attempts) + 1,
+                prompt_tokens=usage.prompt,
+                completion_tokens=usage.completion,
+                cost_usd=cost,
+                price_known=call.bound.price is not None,
+                usage_estimated=True,
+                **_unanswered_fields(tries, usage),
+            )
+        return len(open_calls)
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait until no upstream call is in flight; False if some still are after `timeout`."""
@@ -175,14 +234,15 @@ class MeteredChat:
         raw = _raw_prompt_estimate(body)
         estimate = self._estimator.estimate(raw)
         price = self._prices.price(model)
+        asked = self._meter.reply_limit(shape.reply_tokens)
         held = self._meter.check() or self._meter.hold(
-            prompt_tokens=estimate, reply_tokens=shape.reply_tokens, price=price, choices=shape.choices
+            prompt_tokens=estimate, reply_tokens=asked, price=price, choices=shape.choices
         )
         if isinstance(held, BudgetRefusal) and estimate > raw and self._meter.check() is None:
             # What earlier calls taught the estimate is a bound, not a measure: a call the lease
             # pays for at the request's own size goes ahead (its reply capped to fit).
             retry = self._meter.hold(
-                prompt_tokens=raw, reply_tokens=shape.reply_tokens, price=price, choices=shape.choices
+                prompt_tokens=raw, reply_tokens=asked, price=price, choices=shape.choices
             )
             held = held if isinstance(retry, BudgetRefusal) else retry
         if isinstance(held, BudgetRefusal):
@@ -190,16 +250,19 @@ class MeteredChat:
             reply = _error(429, held.message, "budget_exceeded", held.code)
             reply.headers["x-should-retry"] = "false"  # the openai client would retry a 429
             return reply
-        limit = held.reply_cap if held.reply_cap is not None else shape.reply_tokens
+        limit = held.reply_cap if held.reply_cap is not None else asked
         if limit is not None:
             # The reply limit the lease was held at, under every key an upstream may honour
             # (llama-cpp-python ignores max_completion_tokens, older servers know only max_tokens).
             body = self._with_reply_limit(body, limit)
+        deadline = None if client_timeout_s is None else t0 + client_timeout_s - CLIENT_MARGIN_S
+        bounds = CallBounds(deadline=deadline, stop=self._stopping)
+        bound = _Bound(estimate, (limit or 0) * shape.choices, price)
         with self._lock:
             self._in_flight += 1
-        deadline = None if client_timeout_s is None else t0 + client_timeout_s - CLIENT_MARGIN_S
+            self._open[seq] = _OpenCall(record, bound, bounds)
         try:
-            return self._forward(body, model, record, raw, deadline)
+            return self._forward(body, model, seq, raw, bounds)
         finally:
             self._meter.release(held)
             # Only once the call is metered and recorded: `wait_idle` promises exactly that.
@@ -229,23 +292,27 @@ class MeteredChat:
                 self._refused_keys.add(refused)
             return self._upstream.chat_completions({k: v for k, v in body.items() if k != refused}, bounds)
 
-    def _forward(
-        self,
-        body: dict[str, Any],
-        model: str,
-        record: Callable[..., None],
-        raw: int,
-        deadline: float | None,
-    ) -> Reply:
+    def _close(self, seq: int) -> _OpenCall | None:
+        """The call's entry, taken; None when `abandon` recorded it already."""
+        with self._lock:
+            return self._open.pop(seq, None)
+
+    def _forward(self, body: dict[str, Any], model: str, seq: int, raw: int, bounds: CallBounds) -> Reply:
         """Send the call upstream, meter what it cost and record it."""
-        bounds = CallBounds(deadline=deadline, stop=self._stopping)
         try:
             response = self._send({**body, "model": model}, bounds)
         except UpstreamError as exc:
             status = 502 if exc.status in (401, 403) else exc.status  # our key, not the agent's
             message = self._redact(exc.message)
-            waits = [a.wait_s for a in bounds.attempts if a.wait_s is not None]
-            record(
+            reply = _error(status, message, exc.error_type, exc.code)
+            call = self._close(seq)
+            if call is None:
+                return reply  # recorded when its sandbox stopped
+            tries = _unanswered(bounds.attempts)
+            charged = call.bound.times(tries)
+            cost = call.bound.usd(charged)
+            self._meter.add(cost, charged.prompt + charged.completion)
+            call.record(
                 "error",
                 status,
                 error=message,
@@ -254,37 +321,47 @@ class MeteredChat:
                 error_source="upstream",
                 upstream_status=exc.upstream_status,
                 attempts=max(exc.attempts, len(bounds.attempts)),
-                retry_waits_s=waits,
+                retry_waits_s=[a.wait_s for a in bounds.attempts if a.wait_s is not None],
+                prompt_tokens=charged.prompt,
+                completion_tokens=charged.completion,
+                cost_usd=cost,
+                price_known=call.bound.price is not None,
+                usage_estimated=tries > 0,
+                **_unanswered_fields(tries, charged),
             )
-            reply = _error(status, message, exc.error_type, exc.code)
             # The gateway has made its retries already: another round from the agent's client
             # would only repeat them against the same deadline. The agent's own loop decides.
             reply.headers["x-should-retry"] = "false"
             if exc.retry_after_s is not None:
                 reply.headers["retry-after"] = str(math.ceil(exc.retry_after_s))
             return reply
-        retried = {
-            "attempts": len(bounds.attempts) + 1,
-            "retry_waits_s": [a.wait_s for a in bounds.attempts if a.wait_s is not None],
-        }
         usage, estimated = _usage(response, body.get("messages"))
         if not estimated:
             self._estimator.observe(raw, usage.prompt)
+        call = self._close(seq)
+        if call is None:
+            log.info("an answer came after its sandbox stopped; the call was counted at its bound")
+            return Reply(200, response)
         priced = price_reply(self._prices, model, response, usage=usage)
-        self._meter.add(priced.cost_usd, usage.prompt + usage.completion)
-        record(
+        tries = _unanswered(bounds.attempts)
+        unanswered = call.bound.times(tries)
+        cost = priced.cost_usd + call.bound.usd(unanswered)
+        self._meter.add(cost, usage.prompt + usage.completion + unanswered.prompt + unanswered.completion)
+        call.record(
             "ok",
             200,
             answered_model=priced.answered_model,
-            prompt_tokens=usage.prompt,
-            completion_tokens=usage.completion,
+            prompt_tokens=usage.prompt + unanswered.prompt,
+            completion_tokens=usage.completion + unanswered.completion,
             cached_prompt_tokens=usage.cached_prompt,
             reasoning_tokens=usage.reasoning,
-            cost_usd=priced.cost_usd,
+            cost_usd=cost,
             price_known=priced.price_known,
-            usage_estimated=estimated,
+            usage_estimated=estimated or tries > 0,
+            **_unanswered_fields(tries, unanswered),
             response_message=_first_message(response, self._max_record_chars),
-            **retried,
+            attempts=len(bounds.attempts) + 1,
+            retry_waits_s=[a.wait_s for a in bounds.attempts if a.wait_s is not None],
         )
         return Reply(200, response)
 
@@ -316,6 +393,20 @@ def _error(
 def _refused(code: str | None, error_type: str = "invalid_request_error") -> dict[str, Any]:
     """The record fields of a call the gateway itself refused (it never went upstream)."""
     return {"error_code": code, "error_type": error_type, "error_source": "gateway"}
+
+
+def _unanswered(attempts: list[Attempt]) -> int:
+    """Failed tries the upstream received and never answered: those that timed out. (A refused
+    connection never reached it; an error status is an answer, with nothing to bill.)"""
+    return sum(1 for a in attempts if a.code == "upstream_timeout")
+
+
+def _unanswered_fields(tries: int, charged: TokenUsage) -> dict[str, int]:
+    return {
+        "unanswered_attempts": tries,
+        "unanswered_prompt_tokens": charged.prompt,
+        "unanswered_completion_tokens": charged.completion,
+    }
 
 
 def _raw_prompt_estimate(body: dict[str, Any]) -> int:

@@ -81,7 +81,9 @@ class LLMCall(RecordModel):
     reasoning_tokens: int = Field(default=0, ge=0, description="part of completion_tokens")
     cost_usd: float = Field(default=0.0, ge=0)
     price_known: bool = True
-    usage_estimated: bool = Field(default=False, description="upstream sent no usage; counted")
+    usage_estimated: bool = Field(
+        default=False, description="some of the tokens are the gateway's count, not the upstream's"
+    )
     started_at: datetime
     duration_s: float = Field(ge=0)
     status: CallStatus
@@ -96,6 +98,16 @@ class LLMCall(RecordModel):
     )
     upstream_status: int | None = Field(default=None, description="the HTTP status the upstream sent")
     attempts: int = Field(default=1, ge=1, description="tries sent upstream (retries included)")
+    unanswered_attempts: int = Field(
+        default=0,
+        ge=0,
+        description="tries the upstream got but never answered (timed out, or in flight when the sandbox"
+        " stopped): each is counted at its prompt's estimate and its reply limit, and usage_estimated is set",
+    )
+    unanswered_prompt_tokens: int = Field(default=0, ge=0, description="part of prompt_tokens: those tries'")
+    unanswered_completion_tokens: int = Field(
+        default=0, ge=0, description="part of completion_tokens: those tries' reply limits"
+    )
     retry_waits_s: list[float] = Field(default_factory=list, description="the waits before each retry")
     tools_offered: int = Field(default=0, ge=0, description="tools the request offered the model")
     request_messages: list[RecordedMessage] = Field(default_factory=list)

@@ -160,6 +160,7 @@ export const BUDGET: FieldSpec[] = [
   { path: "budget.max_wall_time_s", label: "Max wall time (s)", kind: "number", placeholder: "no limit" },
   { path: "budget.per_evaluation_usd", label: "USD per evaluation", kind: "number", placeholder: "no limit" },
   { path: "budget.per_evaluation_tokens", label: "Tokens per evaluation", kind: "integer", placeholder: "no limit" },
+  { path: "budget.max_reply_tokens", label: "Tokens per reply", kind: "integer", placeholder: "the agent's own" },
 ];
 
 export const LIMITS: FieldSpec[] = [
