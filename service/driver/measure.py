@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from sqlalchemy import case, func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.db.models import Evaluation, Run, RunAgent
 from service.driver.reuse import HELDOUT, SELECTION, create_evaluations
-from service.lifecycle import EvaluationStatus, MemberStatus
+from service.driver.tallies import selection_tallies
+from service.lifecycle import MemberStatus
 from service.plan import RunPlan
 from service.selection.policy import Measure
 
@@ -53,23 +54,7 @@ def rescore_measured(session: Session, run: Run) -> None:
     """An admitted agent's score counts every finished result it has in the epoch, those a
     `Measure` gave it too (held-out ones never). Agents whose score is that already, which is
     every agent of a run whose policy never measures, are left as they are."""
-    tallies = {
-        agent_id: (int(resolved or 0), int(done))
-        for agent_id, resolved, done in session.execute(
-            select(
-                Evaluation.agent_id,
-                func.sum(case((Evaluation.resolved.is_(True), 1), else_=0)),
-                func.count(),
-            )
-            .where(
-                Evaluation.run_id == run.id,
-                Evaluation.epoch == run.epoch,
-                Evaluation.purpose != HELDOUT,
-                Evaluation.status == EvaluationStatus.DONE,
-            )
-            .group_by(Evaluation.agent_id)
-        )
-    }
+    tallies = selection_tallies(session, run)
     members = session.scalars(
         select(RunAgent).where(
             RunAgent.run_id == run.id,

@@ -6,37 +6,23 @@ import random
 from collections import defaultdict
 from collections.abc import Sequence
 
-from sqlalchemy import case, func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.db.models import Evaluation, Run, RunAgent
+from service.db.models import Run, RunAgent
 from service.driver.ledger import DatabaseLedger
-from service.lifecycle import EvaluationStatus, MemberStatus
+from service.driver.tallies import selection_tallies
+from service.lifecycle import MemberStatus
 from service.plan import RunPlan
 from service.selection import Candidate
 from service.selection.policy import RunScope
 
 
 def candidates(session: Session, run: Run) -> list[Candidate]:
-    """The run's admitted agents of its current epoch, with their clade totals."""
+    """The run's admitted agents of its current epoch, with their clade totals (of selection
+    evaluations: held-out results never reach a parent draw)."""
     members = session.scalars(select(RunAgent).where(RunAgent.run_id == run.id)).all()
-    stats = {
-        agent_id: (int(resolved), int(attempted))
-        for agent_id, resolved, attempted in session.execute(
-            select(
-                Evaluation.agent_id,
-                func.sum(case((Evaluation.resolved.is_(True), 1), else_=0)),
-                func.count(),
-            )
-            .where(
-                Evaluation.run_id == run.id,
-                Evaluation.status == EvaluationStatus.DONE,
-                Evaluation.epoch == run.epoch,
-            )
-            .group_by(Evaluation.agent_id)
-        )
-    }
-    totals = clade_totals([(m.agent_id, m.parent_id) for m in members], stats)
+    totals = clade_totals([(m.agent_id, m.parent_id) for m in members], selection_tallies(session, run))
     result = []
     for member in members:
         # Only scores of the run's current epoch (utility version) count; see epochs.py.
