@@ -169,6 +169,9 @@ class BudgetConfig(StrictModel):
     # The most one reply may use, any purpose: the gateway lowers every request's reply limit to it
     # (a request without one gets it), so that no model writes on to its own limit at the run's cost.
     max_reply_tokens: int | None = Field(default=None, ge=16, le=1_000_000)
+    # The run stops once this many evaluations in a row (as they finished) had every model call fail
+    # at the upstream: a server that is down, or a key it refuses, measures no agent. None: never.
+    max_upstream_failures: int | None = Field(default=5, ge=1, le=10_000)
 
 
 class LimitsConfig(StrictModel):

@@ -78,6 +78,8 @@ class EvaluationResult(Record):
     failure: str | None = None  # why the agent's run failed (its own fault, not infrastructure)
     # Why the evaluation could not run at all (no image, no engine...): not the agent's doing.
     infrastructure_failure: str | None = None
+    # Set with it when the cause was the model upstream: every model call of the evaluation failed there.
+    upstream_failed: bool = False
     durations: Durations = Field(default_factory=Durations)
     # Paths of the agent's diff that grading left out as test infrastructure -> the rule.
     dropped_for_grading: dict[str, str] = Field(default_factory=dict)

@@ -101,7 +101,7 @@ def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
     # A run whose every model call the upstream failed measured the upstream, not the agent.
     cause = upstream_failure(outcome.calls)
     if cause is not None and not result.resolved:
-        result.infrastructure_failure = cause
+        result.infrastructure_failure, result.upstream_failed = cause, True
     warning = tool_warning(outcome.calls)
     if warning is not None:
         result.warnings.append(warning)

@@ -12,7 +12,8 @@ A tick takes each running run one move further along the path of its steps:
 
 Admission comes before selection so that an agent admitted in this tick is a candidate, and
 its step's slot free, at once; dispatch comes last so that every job decided in the tick is
-sent in it. A spent budget stops the run before any of this; a run whose children are all
+sent in it. A spent budget, or a model upstream that failed every call of the last few
+evaluations (`service.driver.upstream_watch`), stops the run before any of this; a run whose children are all
 attempted completes once nothing is in flight and its policies agree (with a held-out set,
 once its top agents are scored on it: `service.driver.heldout`). Every job sent carries a
 lease on the run's money and tokens (`service.leases`); a run whose jobs find no room left in
@@ -40,6 +41,7 @@ from service.driver.measure import measure, rescore_measured
 from service.driver.parents import choose_parent
 from service.driver.policies import run_policy, run_scope
 from service.driver.stages import Verdict, admit, advance
+from service.driver.upstream_watch import upstream_stop
 from service.lifecycle import MemberStatus
 from service.plan import RunPlan, stored_plan
 from service.runs import complete
@@ -60,7 +62,7 @@ def drive(
     """One tick of a run, decided from what the database holds now."""
     plan = stored_plan(run)
     used = budget.spent(session, run)
-    stop = budget.hard_stop(plan.budget, used)
+    stop = budget.hard_stop(plan.budget, used) or upstream_stop(session, run, plan)
     if stop is not None:
         log.info("run %s stops: %s", run.id, stop)
         complete(session, run=run, reason=stop)

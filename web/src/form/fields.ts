@@ -161,6 +161,7 @@ export const BUDGET: FieldSpec[] = [
   { path: "budget.per_evaluation_usd", label: "USD per evaluation", kind: "number", placeholder: "no limit" },
   { path: "budget.per_evaluation_tokens", label: "Tokens per evaluation", kind: "integer", placeholder: "no limit" },
   { path: "budget.max_reply_tokens", label: "Tokens per reply", kind: "integer", placeholder: "the agent's own" },
+  { path: "budget.max_upstream_failures", label: "Stop after upstream failures", kind: "integer", placeholder: "5" },
 ];
 
 export const LIMITS: FieldSpec[] = [

@@ -1,0 +1,67 @@
+"""A run whose model upstream fails every call stops with that reason instead of scoring agents 0
+(`budget.max_upstream_failures` evaluations in a row); one answered evaluation in between resets it."""
+
+from __future__ import annotations
+
+from contracts.records import EvaluationResult
+from service.lifecycle import RunStatus
+from tests.service.driver_world import T, World
+
+DOWN = EvaluationResult(
+    resolved=False,
+    infrastructure_failure="the model upstream failed every model call (2 of 2): HTTP 503, code overloaded",
+    upstream_failed=True,
+)
+
+
+def test_a_run_stops_when_its_upstream_fails_every_call_of_the_last_evaluations(world: World) -> None:
+    run_id = world.start(
+        stages=[{"tasks": T, "threshold": 0.0}],
+        budget={"max_children": 3, "max_upstream_failures": 3},
+        parallelism=4,
+    )
+    world.driver.tick()
+    _, evaluate = world.outbox.take()
+    assert len(evaluate) == 4
+    for job in evaluate[:2]:
+        world.answer(job, resolved=False, result=DOWN)
+    world.driver.tick()
+    assert world.run(run_id).status == RunStatus.RUNNING  # two in a row: not yet
+    world.answer(evaluate[2], resolved=False, result=DOWN)
+    world.driver.tick()
+    run = world.run(run_id)
+    assert run.status == RunStatus.COMPLETED
+    assert run.stop_reason is not None and run.stop_reason.startswith("model upstream failing"), (
+        run.stop_reason
+    )
+    assert "max_upstream_failures" in run.stop_reason and "HTTP 503, code overloaded" in run.stop_reason
+
+
+def test_an_answered_evaluation_between_failures_keeps_the_run_going(world: World) -> None:
+    run_id = world.start(
+        stages=[{"tasks": T, "threshold": 0.0}],
+        budget={"max_children": 3, "max_upstream_failures": 2},
+        parallelism=4,
+    )
+    world.driver.tick()
+    _, evaluate = world.outbox.take()
+    world.answer(evaluate[0], resolved=False, result=DOWN)
+    world.answer(evaluate[1], resolved=True)
+    world.answer(evaluate[2], resolved=False, result=DOWN)
+    world.driver.tick()
+    assert world.run(run_id).status == RunStatus.RUNNING
+
+
+def test_the_stop_can_be_turned_off(world: World) -> None:
+    run_id = world.start(
+        stages=[{"tasks": T, "threshold": 0.0}],
+        budget={"max_children": 1, "max_upstream_failures": None},
+        parallelism=4,
+    )
+    world.driver.tick()
+    _, evaluate = world.outbox.take()
+    for job in evaluate:
+        world.answer(job, resolved=False, result=DOWN)
+    world.driver.tick()
+    run = world.run(run_id)
+    assert run.stop_reason is None or not run.stop_reason.startswith("model upstream"), run.stop_reason
