@@ -50,6 +50,10 @@ EVALUATIONS_PER_AGENT = 10
 HELDOUT_SCORINGS = 4
 # The model of a demo on the scripted stand-in: it answers to any name, and has a made-up price.
 SCRIPTED_MODEL = "scripted"
+# A real model's replies are capped so that one call fits in the demo's 120 s solve limit: the
+# seed asks for up to 4,096 tokens, and a small local model at tens of tokens a second would be
+# cut off by the limit (its try counted at its estimate, docs/money.md) before it answered.
+REAL_MODEL_REPLY_TOKENS = 1024
 PURPOSES = ("solve", "diagnose", "improve", "judge")
 
 
@@ -100,6 +104,8 @@ def demo_config(seed_id: str, max_children: int, model: DemoModel = SCRIPTED) ->
     evaluations enough for every agent and the pick's scorings, so that only the children bound it."""
     evaluations = EVALUATIONS_PER_AGENT * (max_children + 1) + HELDOUT_SCORINGS * len(DEMO_HELDOUT)
     budget = DEMO_CONFIG["budget"] | {"max_children": max_children, "max_evaluations": evaluations}
+    if model.name != SCRIPTED_MODEL:
+        budget |= {"max_reply_tokens": REAL_MODEL_REPLY_TOKENS}
     models: dict[str, Any] = dict.fromkeys(PURPOSES, model.name)
     if model.price is not None:
         prompt, completion = model.price

@@ -15,6 +15,9 @@ from tests.e2e.conftest import Cluster
 from tests.real_model.llama import LlamaServer
 
 FINISHED = ("completed", "cancelled", "failed")
+# Agents ask for long replies (the seed 4,096 tokens); the tiny model can ramble that far, minutes
+# on a busy machine: the tier's runs cap every reply (`budget.max_reply_tokens`).
+BUDGET = {"max_reply_tokens": 256}
 
 
 def server_counts(llama: LlamaServer) -> tuple[int, int]:

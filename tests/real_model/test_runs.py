@@ -12,6 +12,7 @@ from tests.e2e.conftest import SEED_AGENT, Cluster
 from tests.helpers import tar_of
 from tests.real_model.llama import LlamaServer
 from tests.real_model.records import (
+    BUDGET,
     check_run,
     check_step_calls,
     local_models,
@@ -29,9 +30,6 @@ LIMITS = {
     "overhead_s": 60,
     "max_agent_steps": 4,
 }
-# The seed asks for replies of up to 4,096 tokens; the tiny model can ramble that far, minutes on
-# a busy machine: the run caps every reply (`budget.max_reply_tokens`).
-BUDGET = {"max_reply_tokens": 256}
 EXIT_REASONS = {"completed", "max_steps", "time_limit", "token_limit", "model_error"}
 
 

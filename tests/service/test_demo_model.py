@@ -31,6 +31,8 @@ def test_the_run_asks_the_named_model_for_every_purpose() -> None:
     config = demo_config("a" * 40, 2, DemoModel("smollm2"))
     assert config["models"] == dict.fromkeys(("solve", "diagnose", "improve", "judge"), "smollm2")
     assert config["budget"]["max_children"] == 2 and config["seed_agent"] == "a" * 40
+    assert config["budget"]["max_reply_tokens"] == 1024  # a reply fits in the demo's solve limit
+    assert "max_reply_tokens" not in demo_config("a" * 40, 2)["budget"]  # the stand-in answers at once
     assert config["stages"] == DEMO_CONFIG["stages"]
     parsed = RunConfig.model_validate(config)  # a configuration the service accepts
     assert (parsed.models.solve, parsed.models.improve) == ("smollm2", "smollm2")
