@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from fastapi.testclient import TestClient
+from pydantic import SecretStr
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -13,6 +17,8 @@ from benchmarks.catalog import BenchmarkCatalog
 from contracts.config import RunConfig
 from contracts.jobs import EvaluateJob, ImproveJob
 from contracts.records import EvaluationResult, EvaluationSubmission, UsageRecord
+from contracts.settings import Settings
+from service.api.app import create_app
 from service.archive.git_store import GitStore
 from service.archive.store import Archive
 from service.db.engine import make_engine, make_session_factory
@@ -45,6 +51,29 @@ class RecordingDispatcher:
         improve, evaluate = self.sent_improve, self.sent_evaluate
         self.sent_improve, self.sent_evaluate = [], []
         return improve, evaluate
+
+
+API_TOKEN = "test-token"
+
+
+@contextmanager
+def service_over(data_dir: Path, database_url: str | None = None) -> Iterator[TestClient]:
+    """The service over a world's database and archive (`data_dir`, or `database_url` when given),
+    with no driver of its own: the test ticks the world's. One token for every role, sent on
+    every request."""
+    token = SecretStr(API_TOKEN)
+    database = {} if database_url is None else {"database_url": database_url}
+    settings = Settings(
+        data_dir=data_dir,
+        broker_url=None,
+        run_driver_enabled=False,
+        admin_token=token,
+        worker_token=token,
+        read_token=token,
+        **database,
+    )
+    with TestClient(create_app(settings), headers={"Authorization": f"Bearer {API_TOKEN}"}) as client:
+        yield client
 
 
 class World:

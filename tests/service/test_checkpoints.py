@@ -10,36 +10,23 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr, ValidationError
+from pydantic import ValidationError
 from sqlalchemy import select
 
 from benchmarks.catalog import BenchmarkCatalog
 from contracts.config import ConfigFieldError, RunConfig
 from contracts.intervals import wilson
 from contracts.jobs import EvaluateJob
-from contracts.settings import Settings
-from service.api.app import create_app
 from service.db.models import Evaluation, Event
 from service.driver.loop import RunDriver
 from service.plan import plan_run
 from service.queries import top_agents
-from tests.service.driver_world import T, World
+from tests.service.driver_world import T, World, service_over
 
 
 @pytest.fixture
 def api(any_world: World, tmp_path: Path) -> Iterator[TestClient]:
-    token = SecretStr("test-token")
-    settings = Settings(
-        data_dir=tmp_path,
-        database_url=any_world.url,
-        broker_url=None,
-        run_driver_enabled=False,
-        admin_token=token,
-        worker_token=token,
-        read_token=token,
-    )
-    with TestClient(create_app(settings)) as client:
-        client.headers["Authorization"] = "Bearer test-token"
+    with service_over(tmp_path, any_world.url) as client:
         yield client
 
 

@@ -20,14 +20,11 @@ from unittest import mock
 
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 from sqlalchemy import func, select
 
 from benchmarks.catalog import BenchmarkCatalog
 from contracts.errors import PatchError
 from contracts.jobs import EvaluateJob, ImproveJob
-from contracts.settings import Settings
-from service.api.app import create_app
 from service.archive import consistency
 from service.archive.git_store import GitStore, MergeConflictError
 from service.archive.limits import AgentLimits, TooLargeError
@@ -35,13 +32,13 @@ from service.db.models import Agent, Step
 from service.driver.crossover import crossover_stream
 from service.driver.loop import RunDriver
 from tests.helpers import write_agent
-from tests.service.driver_world import T, World
+from tests.service.driver_world import API_TOKEN, T, World, service_over
 from tests.service.helpers import make_patch, object_count
 from worker import improve
 from worker.agent_runner import AgentRun
 from worker.service_client import ServiceClient
 
-TOKEN = "test-token"
+TOKEN = API_TOKEN
 GIT_ENV = os.environ | {
     "GIT_AUTHOR_NAME": "t",
     "GIT_AUTHOR_EMAIL": "t@t",
@@ -62,16 +59,7 @@ def crossing(world: World) -> World:
 @pytest.fixture
 def app(crossing: World, tmp_path: Path) -> Iterator[TestClient]:
     """The service over the world's database and archive (no driver of its own)."""
-    secret = SecretStr(TOKEN)
-    settings = Settings(
-        data_dir=tmp_path,
-        broker_url=None,
-        run_driver_enabled=False,
-        admin_token=secret,
-        worker_token=secret,
-        read_token=secret,
-    )
-    with TestClient(create_app(settings), headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+    with service_over(tmp_path) as client:
         yield client
 
 

@@ -11,20 +11,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
-from pydantic import SecretStr
 from sqlalchemy import select
 
 from contracts.jobs import Budget
 from contracts.records import EvaluationResult
-from contracts.settings import Settings
-from service.api.app import create_app
 from service.db.models import Evaluation, StageScore, Step
 from service.driver.jobs import MAX_DISPATCHES
 from service.driver.loop import RunDriver
 from service.results import reject_step
 from service.runs import change_state
-from tests.service.driver_world import T, World
+from tests.service.driver_world import T, World, service_over
 
 
 def test_stages_admission_and_completion(world: World) -> None:
@@ -210,16 +206,7 @@ def test_an_evaluation_no_worker_answered_reads_back_through_the_api(world: Worl
     for _ in range(MAX_DISPATCHES + 1):
         world.driver.tick()
         lose_jobs(world, Evaluation)
-    placeholder = SecretStr("test-token")
-    settings = Settings(
-        data_dir=tmp_path,  # the world's database and archive
-        broker_url=None,
-        run_driver_enabled=False,
-        admin_token=placeholder,
-        worker_token=placeholder,
-        read_token=placeholder,
-    )
-    with TestClient(create_app(settings)) as client:
+    with service_over(tmp_path) as client:  # the world's database and archive
         detail = client.get(f"/api/agents/{world.seed}")
         assert detail.status_code == 200, detail.text
         (in_run,) = detail.json()["runs"]

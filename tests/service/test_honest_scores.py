@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 from sqlalchemy import select
 
 from benchmarks.catalog import BenchmarkCatalog
@@ -20,13 +19,11 @@ from contracts.config import RunConfig
 from contracts.intervals import wilson
 from contracts.jobs import EvaluateJob
 from contracts.records import EvaluationResult
-from contracts.settings import Settings
-from service.api.app import create_app
 from service.archive.export import agent_metadata
 from service.db.models import Evaluation, Event, LLMUsage, StageScore
 from service.plan import plan_run
 from service.queries import top_agents
-from tests.service.driver_world import T, World
+from tests.service.driver_world import T, World, service_over
 
 
 def evaluations(world: World, run_id: str, agent_id: str) -> list[Evaluation]:
@@ -59,18 +56,7 @@ def answer_all(world: World, resolved: set[str]) -> list[EvaluateJob]:
 
 @pytest.fixture
 def api(world_for_api: World, tmp_path: Path) -> Iterator[TestClient]:
-    placeholder = SecretStr("test-token")
-    settings = Settings(
-        data_dir=tmp_path,
-        database_url=world_for_api.url,
-        broker_url=None,
-        run_driver_enabled=False,
-        admin_token=placeholder,
-        worker_token=placeholder,
-        read_token=placeholder,
-    )
-    with TestClient(create_app(settings)) as client:
-        client.headers["Authorization"] = "Bearer test-token"
+    with service_over(tmp_path, world_for_api.url) as client:
         yield client
 
 

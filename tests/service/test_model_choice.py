@@ -7,16 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
-from pydantic import SecretStr
 
 from contracts.config import ModelsConfig
 from contracts.records import UsageRecord
-from contracts.settings import Settings
-from service.api.app import create_app
 from service.db.models import Step
 from service.selection.model_bandit import Pull, choose
-from tests.service.driver_world import T, World
+from tests.service.driver_world import T, World, service_over
 from tests.service.helpers import make_patch
 
 GOOD, DEAR = "scripted-good", "scripted-dear"
@@ -80,16 +76,7 @@ def test_the_bandit_tries_each_model_then_prefers_the_cheaper_gain(tmp_path: Pat
     _, again = run_bandit(World(tmp_path / "b"), steps=6, seed=7)
     assert again == sent
 
-    token = SecretStr("test-token")
-    settings = Settings(  # the world's database and archive
-        data_dir=tmp_path / "a",
-        broker_url=None,
-        run_driver_enabled=False,
-        admin_token=token,
-        worker_token=token,
-        read_token=token,
-    )
-    with TestClient(create_app(settings), headers={"Authorization": "Bearer test-token"}) as client:
+    with service_over(tmp_path / "a") as client:  # the world's database and archive
         page = client.get(f"/api/runs/{run_id}/steps")
         missing = client.get("/api/runs/no-such-run/steps")
     assert missing.status_code == 404

@@ -9,15 +9,12 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 from sqlalchemy import func, select
 
 from contracts.events import StageStopped, kind_of
-from contracts.settings import Settings
-from service.api.app import create_app
 from service.db.models import Evaluation, Event, StageScore
 from service.driver.loop import RunDriver
-from tests.service.driver_world import World
+from tests.service.driver_world import World, service_over
 
 # Ten tasks of clade-mini for the screening stage, four for the second.
 NAMES = "textkit-1 spanlib-1 ledger-1 calcpy-1 textkit-2 spanlib-2 ledger-2 calcpy-2 textkit-3 spanlib-3"
@@ -36,18 +33,7 @@ RACING = {
 
 @pytest.fixture
 def api(any_world: World, tmp_path: Path) -> Iterator[TestClient]:
-    placeholder = SecretStr("test-token")
-    settings = Settings(
-        data_dir=tmp_path,
-        database_url=any_world.url,
-        broker_url=None,
-        run_driver_enabled=False,
-        admin_token=placeholder,
-        worker_token=placeholder,
-        read_token=placeholder,
-    )
-    with TestClient(create_app(settings)) as client:
-        client.headers["Authorization"] = "Bearer test-token"
+    with service_over(tmp_path, any_world.url) as client:
         yield client
 
 

@@ -14,18 +14,15 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 from sqlalchemy import select
 
 from contracts.jobs import ImproveJob
-from contracts.settings import Settings
-from service.api.app import create_app
 from service.db.models import Event, Run, Step
 from service.driver.parents import candidates, choose_parent
 from service.plan import stored_plan
 from service.results import reject_step
 from service.selection import MapElites
-from tests.service.driver_world import T, World
+from tests.service.driver_world import T, World, service_over
 from tests.service.helpers import make_patch
 
 # A step's child resolves these tasks (None: the seed); a step missing here fails without a child.
@@ -83,16 +80,7 @@ def events(world: World, run_id: str, kind: str) -> list[dict[str, object]]:
 
 @pytest.fixture
 def api(world: World, tmp_path: Path) -> Iterator[TestClient]:
-    token = SecretStr("test-token")
-    settings = Settings(
-        data_dir=tmp_path,  # the world's database and archive
-        broker_url=None,
-        run_driver_enabled=False,
-        admin_token=token,
-        worker_token=token,
-        read_token=token,
-    )
-    with TestClient(create_app(settings), headers={"Authorization": "Bearer test-token"}) as client:
+    with service_over(tmp_path) as client:  # the world's database and archive
         yield client
 
 
