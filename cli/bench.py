@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -20,6 +22,7 @@ from cli.client import CliError
 from cli.context import CliContext
 from cli.options import OptionPairs, OptionsFile, benchmark_from_cli
 from cli.output import err_console, fmt_score, fmt_usd, reported_errors
+from contracts.quarantine import MAX_TRIALS
 
 if TYPE_CHECKING:
     from benchmarks.check import TaskCheck
@@ -90,13 +93,25 @@ def check(
     options: OptionsFile = None,
     workers: Annotated[int, typer.Option(min=1, help="Tasks graded in parallel")] = 2,
     timeout: Annotated[float, typer.Option(help="Seconds for each task's tests")] = 300,
+    trials: Annotated[
+        int,
+        typer.Option(min=1, max=MAX_TRIALS, help="Grade each task's gold and empty patches this many times"),
+    ] = 1,
+    quarantine_out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write the quarantined tasks and their evidence here (JSON, for a run's quarantine.file)"
+        ),
+    ] = None,
 ) -> None:
     """Grade every task with its gold patch and with the empty patch, here (needs Docker).
 
     NAME is a registered benchmark, or the path of a benchmark folder (docs/own-benchmark.md).
+    With --trials k each task is graded k times: a task whose gold patch fails in any trial or
+    whose empty patch resolves in any is quarantined, and its flaky tests named.
     """
     from benchmarks.base import BenchmarkError, OptionError, check_environment
-    from benchmarks.check import check_benchmark
+    from benchmarks.check import check_benchmark, quarantine_record
     from benchmarks.images import build_benchmark_image, has_image
     from benchmarks.registry import build_benchmark
     from cli.sandboxes import local_backend
@@ -124,23 +139,43 @@ def check(
         try:
             total = len(benchmark.tasks())
             with _progress() as bar:
-                job = bar.add_task(f"checking {name}", total=total)
+                job = bar.add_task(
+                    f"checking {name}" + (f" ({trials} trials)" if trials > 1 else ""), total=total
+                )
                 results = check_benchmark(
-                    benchmark, backend, image, timeout, progress=lambda *_: bar.advance(job), workers=workers
+                    benchmark,
+                    backend,
+                    image,
+                    timeout,
+                    progress=lambda *_: bar.advance(job),
+                    workers=workers,
+                    trials=trials,
                 )
         except SandboxError as exc:
             raise CliError(f"cannot run sandboxes: {exc}") from exc
-    report_check(cli, name, results)
+        if quarantine_out is not None:
+            record = quarantine_record(config.name, config.options, trials, results)
+            try:
+                quarantine_out.write_text(record.model_dump_json(indent=2) + "\n")
+            except OSError as exc:
+                raise CliError(f"--quarantine-out {quarantine_out}: cannot write it ({exc})") from exc
+            err_console.print(f"{len(record.tasks)} quarantined task(s) written to {quarantine_out}")
+    report_check(cli, name, results, trials=trials, quarantine=trials > 1 or quarantine_out is not None)
 
 
-def report_check(cli: CliContext, name: str, results: list[TaskCheck]) -> None:
+def report_check(
+    cli: CliContext, name: str, results: list[TaskCheck], *, trials: int = 1, quarantine: bool = False
+) -> None:
     """The check's results on stdout (a table, or one JSON document); the verdict on stderr
     with --json; exit code 1 if any task failed. Tasks whose starting code already passes
-    (nothing to solve) are listed apart, not as failures."""
+    (nothing to solve) are listed apart, not as failures. With `quarantine` (several trials,
+    or a quarantine file asked for), the quarantined tasks with their evidence and the flaky
+    tests follow the table, and the JSON carries each task's trials and verdict."""
     passing_stubs = [r for r in results if r.starting_code_passes]
     bad = [r for r in results if not r.ok and not r.starting_code_passes]
     if cli.as_json:
-        cli.emit_json([r.model_dump(mode="json", exclude={"gold", "empty"}) for r in results])
+        exclude = {"gold", "empty"} | (set() if quarantine else set(_TRIAL_FIELDS))
+        cli.emit_json([r.model_dump(mode="json", exclude=exclude) for r in results])
     else:
         table = Table(
             "task", "gold resolves", "empty does not", "note", title=f"{name}: {len(results)} tasks"
@@ -150,6 +185,8 @@ def report_check(cli: CliContext, name: str, results: list[TaskCheck]) -> None:
             table.add_row(r.instance_id, _mark(r.gold_resolves), _mark(not r.empty_resolves), note[:80])
         cli.console.print(table)
     summary = err_console if cli.as_json else cli.console
+    if quarantine:
+        _report_quarantine(summary, results, trials)
     if passing_stubs:
         summary.print(
             f"[yellow]{len(passing_stubs)} task(s) already pass as shipped (nothing to solve): "
@@ -160,6 +197,36 @@ def report_check(cli: CliContext, name: str, results: list[TaskCheck]) -> None:
         raise typer.Exit(1)
     good = len(results) - len(passing_stubs)
     summary.print(f"[green]{good} of {len(results)} tasks: gold resolves, empty does not[/green]")
+
+
+_TRIAL_FIELDS = ("trials", "quarantined", "evidence", "flaky_tests")
+
+
+def _report_quarantine(out: Console, results: list[TaskCheck], trials: int) -> None:
+    """Each quarantined task with its evidence, every trial and its flaky tests; then the flaky
+    tests of the tasks that are not quarantined."""
+    from benchmarks.trials import describe_flaky
+
+    quarantined = [r for r in results if r.quarantined]
+    heading = f"quarantined: {len(quarantined)} of {len(results)} tasks ({trials} trial(s) each)"
+    out.print(f"[bold]{heading}[/bold]" if quarantined else heading, highlight=False)
+    for r in quarantined:
+        out.print(f"  {escape(r.instance_id)}", highlight=False)
+        for line in r.evidence:
+            out.print(f"    {escape(line)}", highlight=False)
+        for t in r.trials:
+            out.print(
+                f"    trial {t.trial}: gold {'resolved' if t.gold_resolved else 'NOT resolved'}"
+                f" ({escape(t.gold_reason)}); empty {'RESOLVED' if t.empty_resolved else 'not resolved'}"
+                f" ({escape(t.empty_reason)})",
+                highlight=False,
+            )
+        for test in r.flaky_tests:
+            out.print(f"    flaky: {escape(describe_flaky(test))}", highlight=False)
+    for r in results:
+        if not r.quarantined and r.flaky_tests:
+            flaky = "; ".join(describe_flaky(test) for test in r.flaky_tests)
+            out.print(f"  flaky tests in {escape(r.instance_id)} (not quarantined): {escape(flaky)}")
 
 
 def _mark(ok: bool) -> str:
