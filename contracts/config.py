@@ -290,6 +290,17 @@ class EvaluationConfig(StrictModel):
         return self
 
 
+class QuarantineConfig(StrictModel):
+    """Tasks whose grader was caught wrong (`clade bench check --trials k`), kept out of the run's
+    stages and held-out draws: those of `file` (a quarantine file, read by the service when the
+    run is planned) and `tasks`. `include: true` keeps them in the pool (they are still listed).
+    The stored configuration lists in `tasks` every quarantined id, the file's included."""
+
+    file: str | None = Field(default=None, min_length=1, max_length=4096)
+    tasks: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    include: bool = False
+
+
 class RunConfig(StrictModel):
     version: Literal[1] = 1
     name: str = Field(default="run", min_length=1, max_length=200)
@@ -310,6 +321,7 @@ class RunConfig(StrictModel):
     # Versioned utilities (issue 12): none keeps one utility for the whole run.
     epochs: list[EpochConfig] = Field(default_factory=list, max_length=100)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    quarantine: QuarantineConfig | None = None
 
 
 def load_run_config(path: Path) -> RunConfig:

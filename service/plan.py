@@ -4,8 +4,9 @@ This module is the one door to a run: the API, its preview and the simulator all
 configuration with `plan_run`, and `service.runs.create_run` stores only a plan. `plan_run`
 checks everything a configuration needs before a run is stored (the benchmark loads with its
 options, each stage has known tasks, the selection strategy takes its parameters, the time
-limits fit the broker) and raises ConfigFieldError naming the field at fault; the API answers
-422 at that path.
+limits fit the broker, a quarantine file reads and names known tasks) and raises
+ConfigFieldError naming the field at fault; the API answers 422 at that path. Quarantined
+tasks are kept out of every stage and held-out draw unless `quarantine.include` says otherwise.
 The run stores the configuration and the stages' task ids (epoch 0's stages, then each
 later epoch's own stages, in order: `RunPlan.stage_tasks`); `stored_plan` turns
 them back into the same plan once per run and process, without loading the
@@ -19,6 +20,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import Protocol
 
 from pydantic import ValidationError
@@ -40,6 +42,7 @@ from contracts.config import (
     StageConfig,
 )
 from contracts.prices import ModelPrice, PriceTable
+from contracts.quarantine import QuarantineFileError, load_quarantine
 from service.db.models import Run
 from service.selection import SelectionStrategy, UnknownStrategyError, make_strategy
 from service.selection.evaluation import EvaluationPolicy
@@ -183,9 +186,17 @@ def plan_run(
     benchmark = load_benchmark(catalog, config.benchmark)
     # Stored with every option spelled out, as its benchmark's model reads them.
     config = config.model_copy(update={"benchmark": catalog.spelled_out(config.benchmark)})
-    stages = _stages(benchmark, config.stages, field="stages", seed=str(config.rng_seed))
+    config = quarantined(config, benchmark)
+    kept_out = kept_out_tasks(config)
+    stages = _stages(benchmark, config.stages, field="stages", seed=str(config.rng_seed), kept_out=kept_out)
     own = [
-        _stages(benchmark, epoch.stages, field=f"epochs.{i}.stages", seed=f"{config.rng_seed}:e{i + 1}")
+        _stages(
+            benchmark,
+            epoch.stages,
+            field=f"epochs.{i}.stages",
+            seed=f"{config.rng_seed}:e{i + 1}",
+            kept_out=kept_out,
+        )
         if epoch.stages is not None
         else None
         for i, epoch in enumerate(config.epochs)
@@ -194,7 +205,11 @@ def plan_run(
     if config.evaluation.heldout is not None:  # stored with the task ids it stands for
         staged = tuple(stage for epoch in epochs for stage in epoch.stages)
         heldout = config.evaluation.heldout.model_copy(
-            update={"tasks": _heldout_tasks(config, benchmark, staged), "subset": None, "sample": None}
+            update={
+                "tasks": _heldout_tasks(config, benchmark, staged, kept_out),
+                "subset": None,
+                "sample": None,
+            }
         )
         config = config.model_copy(
             update={"evaluation": config.evaluation.model_copy(update={"heldout": heldout})}
@@ -360,10 +375,73 @@ def _some(names: list[str], shown: int = 10) -> str:
     return ", ".join(names[:shown]) + more
 
 
+def quarantined(config: RunConfig, benchmark: Benchmark) -> RunConfig:
+    """The configuration with `quarantine.tasks` listing every quarantined id (its file's and its
+    own, in benchmark order), or ConfigFieldError at `quarantine.file` for a file that cannot be
+    read, is not a quarantine file or is about another benchmark, and at the field naming an id
+    the benchmark lacks."""
+    quarantine = config.quarantine
+    if quarantine is None:
+        return config
+    known = {task.instance_id for task in benchmark.tasks()}
+    ids = list(quarantine.tasks)
+    unknown = [task for task in dict.fromkeys(ids) if task not in known]
+    if unknown:
+        raise ConfigFieldError("quarantine.tasks", f"unknown task(s) of {benchmark.name}: {_some(unknown)}")
+    if quarantine.file is not None:
+        try:
+            record = load_quarantine(Path(quarantine.file))
+        except QuarantineFileError as exc:
+            raise ConfigFieldError("quarantine.file", str(exc)) from exc
+        if record.benchmark != config.benchmark.name:
+            raise ConfigFieldError(
+                "quarantine.file",
+                f"{quarantine.file} is a quarantine of {record.benchmark!r},"
+                f" not of {config.benchmark.name!r}",
+            )
+        unknown = [task for task in record.tasks if task not in known]
+        if unknown:
+            raise ConfigFieldError(
+                "quarantine.file",
+                f"{quarantine.file} names task(s) {benchmark.name} does not have (checked with other"
+                f" options?): {_some(unknown)}",
+            )
+        ids += list(record.tasks)
+    chosen = set(ids)
+    in_order = [task.instance_id for task in benchmark.tasks() if task.instance_id in chosen]
+    return config.model_copy(update={"quarantine": quarantine.model_copy(update={"tasks": in_order})})
+
+
+def kept_out_tasks(config: RunConfig) -> frozenset[str]:
+    """The tasks the run keeps out of its stages and held-out draws: its quarantined tasks, unless
+    `quarantine.include` keeps them in."""
+    quarantine = config.quarantine
+    if quarantine is None or quarantine.include:
+        return frozenset()
+    return frozenset(quarantine.tasks)
+
+
+def _refuse_kept_out(field: str, ids: list[str], kept_out: frozenset[str]) -> None:
+    """A stage or held-out set that names a quarantined task is refused: the run must choose."""
+    named = [task for task in ids if task in kept_out]
+    if named:
+        raise ConfigFieldError(
+            field,
+            f"quarantined task(s) named: {_some(named)}; drop them, or keep quarantined tasks in with"
+            " quarantine.include: true",
+        )
+
+
 def _stages(
-    benchmark: Benchmark, configs: list[StageConfig], *, field: str, seed: str
+    benchmark: Benchmark,
+    configs: list[StageConfig],
+    *,
+    field: str,
+    seed: str,
+    kept_out: frozenset[str] = frozenset(),
 ) -> tuple[StagePlan, ...]:
-    """A stage set's task ids; errors name `field`.<index>. Samples draw with `seed`:<index>."""
+    """A stage set's task ids, without the `kept_out` ones; errors name `field`.<index>. Samples
+    draw with `seed`:<index> from what is left."""
     all_ids = [task.instance_id for task in benchmark.tasks()]
     known = set(all_ids)
     subsets = benchmark.subsets()
@@ -376,25 +454,30 @@ def _stages(
                     f"{field}.{index}.tasks", f"unknown task(s) of {benchmark.name}: {_some(unknown)}"
                 )
             ids = list(dict.fromkeys(stage.tasks))
+            _refuse_kept_out(f"{field}.{index}.tasks", ids, kept_out)
         elif stage.subset is not None:
             if stage.subset not in subsets:
                 names = ", ".join(sorted(subsets))
                 raise ConfigFieldError(
                     f"{field}.{index}.subset", f"{benchmark.name} has no subset {stage.subset!r} ({names})"
                 )
-            ids = list(subsets[stage.subset])
+            ids = [task for task in subsets[stage.subset] if task not in kept_out]
         else:
-            ids = all_ids
+            ids = [task for task in all_ids if task not in kept_out]
         if stage.sample is not None:
             ids = draw_sample(ids, stage.sample, seed=f"{seed}:{index}")
         if not ids:
-            raise ConfigFieldError(f"{field}.{index}", "the stage has no tasks")
+            left = " once the quarantined tasks are kept out" if kept_out else ""
+            raise ConfigFieldError(f"{field}.{index}", f"the stage has no tasks{left}")
         stages.append(StagePlan(task_ids=tuple(ids), threshold=stage.threshold))
     return tuple(stages)
 
 
-def _heldout_tasks(config: RunConfig, benchmark: Benchmark, stages: tuple[StagePlan, ...]) -> list[str]:
-    """The held-out task ids: given, a subset, or every task no stage uses; refused if a stage uses one."""
+def _heldout_tasks(
+    config: RunConfig, benchmark: Benchmark, stages: tuple[StagePlan, ...], kept_out: frozenset[str]
+) -> list[str]:
+    """The held-out task ids: given, a subset, or every task no stage uses, never a `kept_out` one;
+    refused if a stage uses one."""
     heldout = config.evaluation.heldout
     assert heldout is not None
     field = "evaluation.heldout"
@@ -406,15 +489,16 @@ def _heldout_tasks(config: RunConfig, benchmark: Benchmark, stages: tuple[StageP
         if unknown:
             raise ConfigFieldError(field, f"unknown task(s) of {benchmark.name}: {_some(unknown)}")
         ids = list(dict.fromkeys(heldout.tasks))
+        _refuse_kept_out(field, ids, kept_out)
     elif heldout.subset is not None:
         field += ".subset"
         subsets = benchmark.subsets()
         if heldout.subset not in subsets:
             names = ", ".join(sorted(subsets))
             raise ConfigFieldError(field, f"{benchmark.name} has no subset {heldout.subset!r} ({names})")
-        ids = list(subsets[heldout.subset])
+        ids = [task for task in subsets[heldout.subset] if task not in kept_out]
     else:
-        ids = [task for task in all_ids if task not in staged]
+        ids = [task for task in all_ids if task not in staged and task not in kept_out]
     overlap = [task for task in ids if task in staged]
     if overlap:
         raise ConfigFieldError(
