@@ -82,6 +82,8 @@ def print_plan(cli: CliContext, plan: dict[str, Any]) -> None:
         f" {_count(budget['max_tokens'])} tokens, {_duration(budget['max_wall_time_s'])} wall time;"
         f" parallelism {plan['parallelism']}"
     )
+    if quarantine := quarantine_line(plan.get("quarantine")):
+        out(quarantine, highlight=False, markup=False)
     upper = estimate["upper_bound"]
     out(
         f"upper bound: {estimate['evaluations_max']} evaluations,"
@@ -97,6 +99,20 @@ def print_plan(cli: CliContext, plan: dict[str, Any]) -> None:
             f" {_duration(expected['wall_time_s'])} for about {expected['evaluations']} evaluations"
             f" (from {escape(expected['basis'])})"
         )
+
+
+def quarantine_line(quarantine: dict[str, Any] | None) -> str | None:
+    """What the run does with its quarantined tasks (its `quarantine`, as stored), or None."""
+    if quarantine is None:
+        return None
+    ids = quarantine["tasks"]
+    shown = ", ".join(ids[:20]) + (f" and {len(ids) - 20} more" if len(ids) > 20 else "")
+    source = f" (from {quarantine['file']})" if quarantine.get("file") else ""
+    if quarantine["include"]:
+        return f"quarantined tasks{source}: {len(ids)}, kept in the pool (quarantine.include): {shown}"
+    return (
+        f"quarantined tasks{source}: {len(ids)} kept out of every stage and held-out set: {shown or 'none'}"
+    )
 
 
 def _money(usd: float | None) -> str:
@@ -161,6 +177,8 @@ def show(ctx: typer.Context, run_id: str) -> None:
     cli.console.print(table)
     if run["stop_reason"]:
         cli.console.print(f"stopped: {run['stop_reason']}")
+    if quarantine := quarantine_line(run["config"].get("quarantine")):
+        cli.console.print(quarantine, highlight=False, markup=False)
     if len(run.get("epochs", [])) > 1:  # versioned utilities: scores count in their epoch only
         cli.console.print(f"utility: epoch {run['epoch']} of {len(run['epochs']) - 1}")
     reused = run["progress"].get("evaluations_reused")

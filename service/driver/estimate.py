@@ -71,6 +71,11 @@ class PlannedRun(BaseModel):
     rng_seed: int
     time_limits: dict[str, int] = Field(description="Celery's hard time limit of each job kind, in seconds")
     estimate: RunEstimate
+    quarantine: dict[str, Any] | None = Field(
+        default=None,
+        description="the run's quarantined tasks (`tasks`, its file's included), kept out of every stage"
+        " and held-out set unless `include`",
+    )
 
 
 def planned_run(session: Session, plan: RunPlan) -> PlannedRun:
@@ -94,6 +99,7 @@ def planned_run(session: Session, plan: RunPlan) -> PlannedRun:
         rng_seed=config.rng_seed,
         time_limits={"improve_s": plan.time_limits.improve_s, "evaluate_s": plan.time_limits.evaluate_s},
         estimate=estimate(session, plan),
+        quarantine=config.quarantine.model_dump(mode="json") if config.quarantine is not None else None,
     )
 
 
