@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from benchmarks.catalog import BenchmarkCatalog
+from cli.runs import quarantine_line
 from contracts.config import ConfigFieldError, RunConfig
 from contracts.quarantine import QuarantineFile, TaskEvidence, TrialOutcome
 from service.plan import RunPlan, plan_run
@@ -134,9 +135,22 @@ def test_over_http_422_at_the_field_and_the_run_lists_its_quarantine(
         assert missing.status_code == 422, missing.text
         assert ["body", "quarantine", "file"] in [error["loc"] for error in missing.json()["detail"]]
         file = write_quarantine(tmp_path / "q.json", [SPANLIB])
+        planned = client.post("/api/runs/plan", json=api_config(seed_id, quarantine={"file": str(file)}))
+        assert planned.status_code == 200, planned.text
+        assert planned.json()["quarantine"]["tasks"] == [SPANLIB]
         created = client.post("/api/runs", json=api_config(seed_id, quarantine={"file": str(file)}))
         assert created.status_code == 201, created.text
         run = created.json()
     assert run["config"]["quarantine"] == {"file": str(file), "tasks": [SPANLIB], "include": False}
     assert all(SPANLIB not in stage for stage in run["stage_tasks"])
     assert len(run["stage_tasks"][1]) == len(all_ids(BenchmarkCatalog())) - 1
+
+
+def test_the_run_show_line_lists_what_the_run_kept_out() -> None:
+    assert quarantine_line(None) is None
+    kept_out = quarantine_line({"file": "/q.json", "tasks": [SPANLIB, LEDGER], "include": False})
+    assert kept_out == (
+        f"quarantined tasks (from /q.json): 2 kept out of every stage and held-out set: {SPANLIB}, {LEDGER}"
+    )
+    kept_in = quarantine_line({"file": None, "tasks": [LEDGER], "include": True})
+    assert kept_in == f"quarantined tasks: 1, kept in the pool (quarantine.include): {LEDGER}"
