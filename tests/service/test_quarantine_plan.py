@@ -71,6 +71,14 @@ def test_quarantined_tasks_are_kept_out_of_stages_and_held_out_draws(
     assert not set(planned.heldout.tasks) & kept_out
     # Held out: every task no stage uses, but the quarantined ones.
     assert set(planned.heldout.tasks) == set(all_ids(catalog)) - staged - kept_out
+    # A later epoch's own stages leave them out too.
+    with_epoch = plan(
+        catalog,
+        stages=[{"subset": "mini-5"}],
+        epochs=[{"after_steps": 2, "stages": [{"subset": "mini-5"}]}],
+        quarantine={"tasks": [LEDGER]},
+    )
+    assert [LEDGER in stage for stage in with_epoch.stage_tasks] == [False, False]
     # Without the quarantine, the first stage's subset has those tasks.
     unquarantined = plan(catalog, stages=[{"subset": "mini-5"}])
     assert {TEXTKIT, SPANLIB, LEDGER} <= set(unquarantined.stage_tasks[0])
