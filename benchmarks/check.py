@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from benchmarks.base import Benchmark, BenchmarkError, GradeReport, Task
+from benchmarks.base import Benchmark, BenchmarkError, GradeReport, Task, gold_patch
 from benchmarks.gitops import GitError
 from sandbox.base import SandboxBackend, SandboxError, SandboxUnavailable
 
@@ -78,8 +78,7 @@ def check_benchmark(
         pending: dict[Future[_Graded], tuple[Task, Patch]] = {}
         for task in selected:
             for patch in ("gold", "empty"):
-                diff = task.patch if patch == "gold" else ""
-                future = pool.submit(_grade, benchmark, task, diff, backend, image, timeout_s)
+                future = pool.submit(_grade, benchmark, task, patch, backend, image, timeout_s)
                 pending[future] = (task, patch)
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -155,11 +154,12 @@ def describe(check: TaskCheck) -> str:
 
 
 def _grade(
-    benchmark: Benchmark, task: Task, diff: str, backend: SandboxBackend, image: str, timeout_s: float
+    benchmark: Benchmark, task: Task, patch: Patch, backend: SandboxBackend, image: str, timeout_s: float
 ) -> _Graded:
     """The grading's report and None, or a stand-in report and the error when it raised."""
     started = time.monotonic()
     try:
+        diff = gold_patch(benchmark, task, backend, timeout_s) if patch == "gold" else ""
         return benchmark.grade(task, diff, backend, image, timeout_s), None
     except SandboxUnavailable:
         raise
