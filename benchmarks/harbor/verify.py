@@ -7,13 +7,16 @@ carries over (packages it installed, files outside the work folder, processes it
 
 The verifier is `bash /tests/test.sh`, run as the sandbox user (never root) with the task's
 tests mounted read-only at /tests and a host folder at /logs/verifier, watched while the
-sandbox lives. Verdicts:
+sandbox lives. The moment it exits, every process it left behind is killed (`VERIFIER`): a
+program of the agent's that the verifier ran cannot write a reward after it. Verdicts:
 - resolved: the verifier exited 0 and wrote a valid reward of at least `pass_reward`;
 - not resolved: a timeout, a non-zero exit (a crash), no valid reward (`reward.py`), or a
   reward below `pass_reward`;
-- tampered: a reward file written after the verifier exited (by a process left behind, which
-  can only be the agent's code the verifier ran), or a full reward beside the verifier's own
-  CTRF report of failed tests.
+- tampered: a reward file written after the verifier's command returned (the kill above makes
+  that a second line of defence), a full reward beside the verifier's own CTRF report of failed
+  tests, or an agent's diff that names the reward folder or files (`reaches_verifier_logs`).
+What no grader of this layout can tell: the agent's code, run by the verifier, writing the
+reward file while the verifier runs (docs/harbor.md says so).
 """
 
 from __future__ import annotations
@@ -32,7 +35,20 @@ from sandbox.ownership import make_world_writable
 
 TESTS_MOUNT = "/tests"
 LOGS_MOUNT = "/logs/verifier"
-VERIFIER = ["/bin/bash", f"{TESTS_MOUNT}/test.sh"]
+# The verifier, then every process it left behind killed at once: all but those that ran before
+# it (the sandbox's init and keeper) and this shell, swept until none is left, so that nothing
+# the agent's code started can write a reward afterwards. A process cannot be older than the
+# keeper, whatever it calls itself.
+_SWEEP = (
+    'before=" "; for d in /proc/[0-9]*; do before+="${d#/proc/} "; done; '
+    f"/bin/bash {TESTS_MOUNT}/test.sh; status=$?; "
+    "for ((round = 0; round < 100; round++)); do left=0; "
+    'for d in /proc/[0-9]*; do p="${d#/proc/}"; '
+    '[[ "$p" == "$$" || "$before" == *" $p "* ]] && continue; kill -9 "$p" 2>/dev/null && left=1; done; '
+    "((left)) || break; done; "
+    'exit "$status"'
+)
+VERIFIER = ["/bin/bash", "-c", _SWEEP]
 LOG_TAIL_CHARS = 5_000
 VERIFIER_TEST = "tests/test.sh"
 
