@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from benchmarks.gitops import apply_patch, patch_paths, reset_paths
 from benchmarks.graded_diff import drop_test_infrastructure
-from sandbox.base import SandboxBackend
+from sandbox.base import ImageStore, Progress, SandboxBackend
 
 DEFAULT_REPO_PATH = "/clade/repo"
 
@@ -71,6 +71,9 @@ class Task(BaseModel):
     # Clade: folders put first on the image's PATH for the commands the agent runs for the
     # task (SWE-bench: the testbed env that the eval script activates).
     tools_path: list[str] = Field(default_factory=list)
+    # Clade: the task's own limit on the agent's solve (Harbor's [agent].timeout_sec), applied
+    # under the run's; None: the run's alone.
+    solve_timeout_s: float | None = Field(default=None, gt=0)
 
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
     @classmethod
@@ -128,6 +131,8 @@ class GradeReport(BaseModel):
     runner_tampering: dict[str, str] = Field(default_factory=dict)
     # Evidence that the test run's results were forged; a tampered verdict is never resolved.
     tampered: str | None = None
+    # A graded reward between 0 and 1, for benchmarks whose verifier gives one (Harbor's).
+    reward: float | None = None
 
     @model_validator(mode="after")
     def _tampered_is_never_resolved(self) -> GradeReport:
@@ -235,6 +240,32 @@ class ChecksEnvironment(Protocol):
         """Raise `BenchmarkError`, saying what is missing and how to get it, unless `task` can
         run and be graded with `backend`."""
         ...
+
+
+@runtime_checkable
+class BuildsEnvironments(Protocol):
+    """A benchmark whose task images are built from the task's own files (Harbor's Dockerfiles),
+    not pulled by name: `clade bench prepare` and the worker build them through this."""
+
+    def build_environment(self, task: Task, images: ImageStore, progress: Progress) -> bool:
+        """Build `task.image` unless `images` has it; True when it was built. SandboxUnavailable
+        (with the build's error) when it cannot be."""
+        ...
+
+
+@runtime_checkable
+class DerivesGold(Protocol):
+    """A benchmark whose reference solution is a program, not a diff (Harbor's solve.sh): the
+    gold diff is what running it in the task's environment changes."""
+
+    def gold_patch(self, task: Task, backend: SandboxBackend, timeout_s: float) -> str: ...
+
+
+def gold_patch(benchmark: Benchmark, task: Task, backend: SandboxBackend, timeout_s: float) -> str:
+    """The task's gold diff: `task.patch`, or the one `DerivesGold` makes."""
+    if isinstance(benchmark, DerivesGold):
+        return benchmark.gold_patch(task, backend, timeout_s)
+    return task.patch
 
 
 def check_environment(benchmark: Benchmark, tasks: list[Task], backend: SandboxBackend) -> None:

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchmarks.base import Benchmark, BenchmarkError, GradeReport, Task
+from benchmarks.base import Benchmark, BenchmarkError, GradeReport, Task, gold_patch
 from benchmarks.gitops import GitError
 from benchmarks.trials import Graded, flaky_tests, quarantine_evidence, trial_outcomes
 from contracts.quarantine import MAX_TRIALS, FlakyTest, QuarantineFile, TaskEvidence, TrialOutcome
@@ -95,8 +95,7 @@ def check_benchmark(
         for task in selected:  # a task's trials side by side: its verdict comes as soon as it can
             for trial in range(trials):
                 for patch in ("gold", "empty"):
-                    diff = task.patch if patch == "gold" else ""
-                    future = pool.submit(_grade, benchmark, task, diff, backend, image, timeout_s)
+                    future = pool.submit(_grade, benchmark, task, patch, backend, image, timeout_s)
                     pending[future] = (task, patch, trial)
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -208,11 +207,12 @@ def describe(check: TaskCheck) -> str:
 
 
 def _grade(
-    benchmark: Benchmark, task: Task, diff: str, backend: SandboxBackend, image: str, timeout_s: float
+    benchmark: Benchmark, task: Task, patch: Patch, backend: SandboxBackend, image: str, timeout_s: float
 ) -> Graded:
     """The grading's report and None, or a stand-in report and the error when it raised."""
     started = time.monotonic()
     try:
+        diff = gold_patch(benchmark, task, backend, timeout_s) if patch == "gold" else ""
         return benchmark.grade(task, diff, backend, image, timeout_s), None
     except SandboxUnavailable:
         raise

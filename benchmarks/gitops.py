@@ -101,3 +101,25 @@ def reset_paths(repo: Path, paths: Iterable[str]) -> None:
             git_ok(repo, "checkout", "HEAD", "--", path)
         else:
             git_ok(repo, "clean", "--force", "-d", "-x", "--quiet", "--", path)
+
+
+def snapshot(source: Path, dest: Path, message: str) -> str:
+    """Copy the work tree `source` to `dest` (new or empty) as a repository with one commit.
+
+    The commit holds what git tracks in `source`, ignored or not, and every other file that
+    is not ignored (build output left in the work tree stays out of the agent's diff).
+    Symlinks stay symlinks. Returns the commit's sha, the same for the same files.
+    """
+    if dest.exists() and any(dest.iterdir()):
+        raise FileExistsError(f"{dest} is not empty")
+    # A folder that is no git work tree (a Harbor task's /app) has nothing tracked: all of it is kept.
+    is_repo = git(source, "-c", "safe.directory=*", "rev-parse", "--show-toplevel").stdout.strip()
+    inside = is_repo and Path(is_repo).resolve() == source.resolve()
+    tracked = git_ok(source, "-c", "safe.directory=*", "ls-files", "-z") if inside else ""
+    shutil.copytree(source, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"), dirs_exist_ok=True)
+    git_ok(dest, "init", "--quiet", "--initial-branch=main")
+    git_ok(dest, "add", "--all")
+    if tracked:
+        git_ok(dest, "add", "--force", "--pathspec-from-file=-", "--pathspec-file-nul", stdin=tracked)
+    git_ok(dest, "commit", "--quiet", "--no-verify", "--allow-empty", "--message", message)
+    return git_ok(dest, "rev-parse", "HEAD").strip()

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
-from benchmarks.base import Benchmark
+from benchmarks.base import Benchmark, BuildsEnvironments, Task
 from sandbox.base import ImageStore, SandboxUnavailable
 
 Progress = Callable[[str], None]
@@ -35,9 +35,12 @@ def prepare_images(benchmark: Benchmark, *, images: ImageStore, progress: Progre
     prepared: list[Prepared] = []
     tasks = benchmark.tasks()
     users: dict[str, int] = {}
+    builds: dict[str, Task] = {}  # image -> a task it is built for (BuildsEnvironments)
     for task in tasks:
         if task.image is not None:
             users[task.image] = users.get(task.image, 0) + 1
+            if isinstance(benchmark, BuildsEnvironments):
+                builds.setdefault(task.image, task)
     without_image = len(tasks) - sum(users.values())
 
     started = time.monotonic()
@@ -55,15 +58,19 @@ def prepare_images(benchmark: Benchmark, *, images: ImageStore, progress: Progre
         started = time.monotonic()
         try:
             had = images.exists(image)
-            images.for_task(image, progress=progress)
+            if image in builds and isinstance(benchmark, BuildsEnvironments):
+                made: Literal["present", "built", "pulled"] = (
+                    "built" if benchmark.build_environment(builds[image], images, progress) else "present"
+                )
+            else:
+                images.for_task(image, progress=progress)
+                made = "present" if had else "pulled"
         except SandboxUnavailable as exc:
             prepared.append(
                 Prepared(image, "task image", "failed", count, time.monotonic() - started, str(exc))
             )
             continue
-        prepared.append(
-            Prepared(image, "task image", "present" if had else "pulled", count, time.monotonic() - started)
-        )
+        prepared.append(Prepared(image, "task image", made, count, time.monotonic() - started))
     return prepared
 
 

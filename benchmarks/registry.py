@@ -32,6 +32,7 @@ BUILTIN: dict[str, str] = {
     "swebench": "benchmarks.swebench.registration:BENCHMARK",
     "polyglot": "benchmarks.polyglot.registration:BENCHMARK",
     "folder": "benchmarks.folder.registration:BENCHMARK",
+    "harbor": "benchmarks.harbor.registration:BENCHMARK",
 }
 
 

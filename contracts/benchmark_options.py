@@ -36,7 +36,7 @@ class BenchmarkConfig(BaseModel):
         default=DEFAULT_BENCHMARK,
         min_length=1,
         max_length=200,
-        description="a registered benchmark: clade-mini, swebench, polyglot, folder, or an installed "
+        description="a registered benchmark: clade-mini, swebench, polyglot, folder, harbor, or an installed "
         "plugin's (`clade bench list`)",
     )
     options: dict[str, Any] = Field(

@@ -148,6 +148,14 @@ class ImageStore(Protocol):
         """A benchmark's own image (e.g. polyglot's toolchains), built once; its tag."""
         ...
 
+    def from_dockerfile(
+        self, context: Path, tag: str, *, timeout_s: float, progress: Progress | None = None
+    ) -> str:
+        """A task's own image built from `context/Dockerfile` as `tag`, once, offline (no
+        network for any step, no pulls): `SandboxUnavailable` with the build's error when a step
+        fails or its `FROM` image is absent."""
+        ...
+
     def copy_out(self, image: str, source: str, dest: Path) -> Path:
         """Copy the folder `source` of `image` to `dest/<its name>` without running the image;
         that path. `SandboxFileError` when the image has no such folder."""

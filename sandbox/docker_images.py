@@ -26,6 +26,7 @@ from sandbox.images.build import (
     ensure_task_image,
     image_exists,
 )
+from sandbox.images.dockerfile import build_dockerfile
 from sandbox.images.layers import commit_files_layer
 from sandbox.images.recipes import LayeredImage
 
@@ -109,6 +110,18 @@ class DockerImages:
                 )
 
         return cached_build(client, self.cache_dir, recipe.tag, build)
+
+    def from_dockerfile(
+        self, context: Path, tag: str, *, timeout_s: float, progress: Progress | None = None
+    ) -> str:
+        client = self.client
+        said = progress or _quiet
+        return cached_build(
+            client,
+            self.cache_dir,
+            tag,
+            lambda: build_dockerfile(client, context, tag, timeout_s=timeout_s, progress=said),
+        )
 
     def copy_out(self, image: str, source: str, dest: Path) -> Path:
         client = self.client

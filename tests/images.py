@@ -90,6 +90,31 @@ def build_test_images(progress: Any = print) -> None:
     finally:
         client.close()
     progress(f"mini-swe-agent's image ready: {agent_image(MINI_SWE_AGENT, progress)}")
+    for task in harbor_fixture(build=True).tasks():
+        progress(f"Harbor fixture image ready: {task.image}")
+
+
+# Harbor's fixture tasks (tests/benchmarks/harbor_fixture) start FROM python:3.12-slim, which no
+# machine here can pull: Clade's base image stands in for it (the `base_images` option).
+HARBOR_FIXTURE = Path(__file__).resolve().parent / "benchmarks" / "harbor_fixture"
+HARBOR_FROM = "python:3.12-slim"
+
+
+def harbor_fixture(*, build: bool = False) -> Any:
+    """The fixture's Harbor benchmark over the local Docker engine, its images built (`build`)
+    or required (the test fails naming the build command when one is missing)."""
+    from benchmarks.harbor import HarborBenchmark, HarborOptions
+    from cli.sandboxes import local_backend
+
+    images = local_backend("clade-test-images").images
+    base = images.base() if build else required_base_image()
+    benchmark = HarborBenchmark(HarborOptions(path=HARBOR_FIXTURE, base_images={HARBOR_FROM: base}))
+    for task in benchmark.tasks():
+        if build:
+            benchmark.build_environment(task, images, progress=lambda _line: None)
+        elif not images.exists(task.image):
+            missing(f"the Harbor fixture image {task.image}")
+    return benchmark
 
 
 def agent_image(folder: Path, progress: Any = None) -> str:

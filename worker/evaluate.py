@@ -73,7 +73,7 @@ def evaluate(ctx: WorkerContext, job: EvaluateJob) -> EvaluationResult:
                 model=job.solve_model,
                 fallbacks=job.solve_fallbacks,
                 purpose="solve",
-                timeout_s=job.limits.solve_timeout_s,
+                timeout_s=min(job.limits.solve_timeout_s, task.solve_timeout_s or job.limits.solve_timeout_s),
                 limits=job.limits,
                 budget=job.budget,
                 prices=job.prices,

@@ -7,12 +7,13 @@ import threading
 from pathlib import Path
 
 from benchmarks.base import GradeReport, OptionError, Task, UnknownTask
+from benchmarks.gitops import snapshot
 from benchmarks.swebench.dataset import DatasetError, Row, load_rows
 from benchmarks.swebench.grading import Resources, grade_task
 from benchmarks.swebench.harness import Harness, load_harness
 from benchmarks.swebench.options import SWEbenchOptions
 from benchmarks.swebench.tasks import SWEbenchTask, to_task
-from benchmarks.swebench.testbed import export_base, snapshot
+from benchmarks.swebench.testbed import export_base
 from sandbox.base import ImageStore, SandboxBackend
 from sandbox.registry import default_images
 

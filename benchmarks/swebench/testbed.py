@@ -8,11 +8,10 @@ the image's git folder, so the base commit and its history are there for the eva
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from benchmarks.base import BrokenTask
-from benchmarks.gitops import git, git_ok
+from benchmarks.gitops import git
 from benchmarks.swebench.tasks import SWEbenchTask
 from sandbox.base import ImageStore, SandboxFileError
 
@@ -36,25 +35,6 @@ def export_base(images: ImageStore, task: SWEbenchTask, dest: Path) -> Path:
             f"the instance says {task.base_commit}"
         )
     return repo
-
-
-def snapshot(source: Path, dest: Path, message: str) -> str:
-    """Copy the work tree `source` to `dest` (new or empty) as a repository with one commit.
-
-    The commit holds what git tracks in `source`, ignored or not, and every other file that
-    is not ignored (build output left in the work tree stays out of the agent's diff).
-    Symlinks stay symlinks. Returns the commit's sha, the same for the same files.
-    """
-    if dest.exists() and any(dest.iterdir()):
-        raise FileExistsError(f"{dest} is not empty")
-    tracked = git_ok(source, "-c", "safe.directory=*", "ls-files", "-z")
-    shutil.copytree(source, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"), dirs_exist_ok=True)
-    git_ok(dest, "init", "--quiet", "--initial-branch=main")
-    git_ok(dest, "add", "--all")
-    if tracked:
-        git_ok(dest, "add", "--force", "--pathspec-from-file=-", "--pathspec-file-nul", stdin=tracked)
-    git_ok(dest, "commit", "--quiet", "--no-verify", "--allow-empty", "--message", message)
-    return git_ok(dest, "rev-parse", "HEAD").strip()
 
 
 def head_commit(repo: Path) -> str:

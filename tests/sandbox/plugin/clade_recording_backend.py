@@ -67,6 +67,12 @@ class RecordingImages:
         record("build", tag=recipe.tag, commands=len(recipe.commands))
         return self._make(recipe.tag)
 
+    def from_dockerfile(
+        self, context: Path, tag: str, *, timeout_s: float, progress: Progress | None = None
+    ) -> str:
+        record("from_dockerfile", tag=tag)
+        return self._make(tag)
+
     def copy_out(self, image: str, source: str, dest: Path) -> Path:
         record("copy_out", image=image, source=source)
         inside = image_folder(image) / source.lstrip("/")
