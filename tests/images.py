@@ -17,12 +17,15 @@ from __future__ import annotations
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
 from contracts.settings import Settings
 from sandbox.base import ImageStore
+
+if TYPE_CHECKING:
+    from benchmarks.harbor import HarborBenchmark
 
 BUILD_COMMAND = "bash scripts/test-images.sh"
 NO_LIBC_WORK = Path(tempfile.gettempdir()) / "clade-test-images" / "busybox"
@@ -100,7 +103,7 @@ HARBOR_FIXTURE = Path(__file__).resolve().parent / "benchmarks" / "harbor_fixtur
 HARBOR_FROM = "python:3.12-slim"
 
 
-def harbor_fixture(*, build: bool = False) -> Any:
+def harbor_fixture(*, build: bool = False) -> HarborBenchmark:
     """The fixture's Harbor benchmark over the local Docker engine, its images built (`build`)
     or required (the test fails naming the build command when one is missing)."""
     from benchmarks.harbor import HarborBenchmark, HarborOptions
@@ -112,7 +115,7 @@ def harbor_fixture(*, build: bool = False) -> Any:
     for task in benchmark.tasks():
         if build:
             benchmark.build_environment(task, images, progress=lambda _line: None)
-        elif not images.exists(task.image):
+        elif task.image is None or not images.exists(task.image):
             missing(f"the Harbor fixture image {task.image}")
     return benchmark
 
