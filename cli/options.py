@@ -97,7 +97,7 @@ def parse_benchmark(name: str, pairs: list[str] | None, path: Path | None) -> Be
     if name not in installed_registry().names() and Path(name).expanduser().is_dir():
         name, options = "folder", {**options, "path": str(Path(name).expanduser().resolve())}
     config = benchmark_config(name, options)
-    dataset = config.options.get("dataset") if name == "swebench" else None
+    dataset = config.options.get("dataset") if name in ("swebench", "swebench-pro") else None
     if isinstance(dataset, str) and Path(dataset).exists():
         config = config.model_copy(
             update={"options": {**config.options, "dataset": str(Path(dataset).resolve())}}
