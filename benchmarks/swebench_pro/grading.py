@@ -312,7 +312,8 @@ def read_output(path: Path, exit_code: int, stderr: str) -> dict[str, TestStatus
     """The parser's output as statuses; `ParserFailed` unless it is a regular file of bounded
     size in the parser output's shape. A test with several entries counts as PASSED if one
     says so (Pro's rule); other statuses than PASSED, FAILED, SKIPPED are ERROR."""
-    why = f" (the parser exited {exit_code}: {stderr.strip()[-300:]})" if exit_code != 0 else ""
+    last = stderr.strip().splitlines()[-1][:300] if stderr.strip() else "no error output"
+    why = f" (the parser exited {exit_code}: {last})" if exit_code != 0 else ""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
