@@ -1,7 +1,7 @@
 """swebench-pro: SWE-bench Pro rows, run in their instance images and graded by each
 instance's own run script and output parser (the parser runs only inside a sandbox).
 
-How a row is read and graded: README.md here and docs/swebench-pro.md.
+How a row is read and graded: docs/swebench-pro.md.
 """
 
 from benchmarks.swebench_pro.benchmark import SWEbenchPro
