@@ -264,14 +264,15 @@ def run_entry(task: SWEbenchProTask) -> str:
     """The test run, as Pro's entry script has it (its ENV lines are the image's own, already
     set): the last line of before_repo_set_cmd, then the run script over the selected tests."""
     lines = task.before_repo_set_cmd.strip().splitlines()
-    selected = ",".join(task.selected_test_files_to_run)
+    # Pro writes the comma-joined list into its script unquoted, so the shell splits it at
+    # white space (and no list at all runs every test); the same words here, never globbed.
+    words = " ".join(shlex.quote(word) for word in ",".join(task.selected_test_files_to_run).split())
     return "\n".join(
         [
             "#!/bin/bash",
             f"cd {REPO_PATH}",
             lines[-1] if lines else ":",
-            f"bash {SCRIPTS_DIR}/{RUN_SCRIPT} {shlex.quote(selected)} "
-            f"> {LOGS_DIR}/stdout.log 2> {LOGS_DIR}/stderr.log",
+            f"bash {SCRIPTS_DIR}/{RUN_SCRIPT} {words} > {LOGS_DIR}/stdout.log 2> {LOGS_DIR}/stderr.log",
             "",
         ]
     )

@@ -29,6 +29,9 @@ from tests.benchmarks.swebench_pro.fixture_set import (
 )
 from tests.images import required_polyglot_image
 
+# The fixture repositories' own tests run only inside their instance images.
+collect_ignore = ["fixtures"]
+
 
 @dataclass(frozen=True)
 class ProSet:

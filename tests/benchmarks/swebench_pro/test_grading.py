@@ -137,3 +137,23 @@ def test_a_missing_image_names_itself(pro_set: ProSet, pro_client: Any, backend:
     # Pulled by name when absent, like swebench's images; there is no registry here.
     with pytest.raises(PullFailed, match="clade/absent-pro-images:pyclip-"):
         bench.grade(task, "", backend, "unused", TIMEOUT_S)
+
+
+def test_a_run_that_times_out_is_not_resolved(
+    pro_set: ProSet, pro_client: Any, backend: SandboxBackend, tmp_path: Path
+) -> None:
+    scripts = tmp_path / "run_scripts"
+    shutil.copytree(RUN_SCRIPTS, scripts)
+    (scripts / PYCLIP / "run_script.sh").write_text("#!/bin/bash\necho started\nsleep 600\n")
+    options = SWEbenchProOptions(
+        dataset=str(pro_set.dataset),
+        scripts=str(scripts),
+        image_repository=IMAGE_REPOSITORY,
+        instance_ids=[PYCLIP],
+    )
+    bench = SWEbenchPro(options, images=DockerImages(pro_client))
+    task = bench.tasks()[0]
+    report = bench.grade(task, task.patch, backend, "unused", 5)
+    assert not report.resolved and report.tests_timed_out and report.tests_exit_code is None
+    assert report.reason.startswith("the tests timed out after 5s")
+    assert report.FAIL_TO_PASS.failure == task.FAIL_TO_PASS

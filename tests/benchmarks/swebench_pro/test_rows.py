@@ -24,7 +24,7 @@ from benchmarks.swebench_pro import (
     staged_test_paths,
     text_list,
 )
-from benchmarks.swebench_pro.grading import ParserFailed
+from benchmarks.swebench_pro.grading import ParserFailed, run_entry
 from benchmarks.swebench_pro.tasks import SWEbenchProTask
 from contracts.benchmark_options import BenchmarkOptionError
 from tests.benchmarks.swebench_pro.fixture_set import IMAGE_REPOSITORY, RUN_SCRIPTS
@@ -194,3 +194,17 @@ def test_registered_with_checked_options(pro_offline_dataset: Path) -> None:
         spec.parse({"dataset": "x.jsonl", "scripts": ".", "scrpts": "."})
     with pytest.raises(BenchmarkOptionError):
         spec.parse({"dataset": "x.jsonl"})  # scripts is required
+
+
+def test_the_run_script_gets_the_selected_tests_as_pros_script_passes_them(pro_offline_dataset: Path) -> None:
+    task = next(t for t in load(pro_offline_dataset).tasks() if t.instance_id == GOSUM)
+    assert isinstance(task, SWEbenchProTask)
+    entry = run_entry(task).splitlines()
+    # The last line of before_repo_set_cmd only (the others would reset the agent's work).
+    assert entry[2].startswith("git checkout ") and entry[2].endswith(" -- sum_test.go")
+    assert "git reset" not in "\n".join(entry)
+    assert entry[3].startswith("bash /clade/pro/run_script.sh TestSumNegative,TestSumPositive > ")
+    spaced = task.model_copy(update={"selected_test_files_to_run": ["a b", "$(c)*"]})
+    assert "run_script.sh a 'b,$(c)*' > " in run_entry(spaced)  # split at spaces, never expanded
+    none = task.model_copy(update={"selected_test_files_to_run": []})
+    assert "run_script.sh  > " in run_entry(none)  # no argument: the run script runs every test
