@@ -67,7 +67,8 @@ def test_an_unknown_name_lists_the_known_ones_and_imports_nothing(site: Path) ->
             registry.resolve(BenchmarkConfig(name=name))
         assert caught.value.field == "name"
         assert str(caught.value) == (
-            f"name: unknown benchmark {name!r}; known: clade-mini, swebench, swebench-pro, polyglot, folder, wordcount"
+            f"name: unknown benchmark {name!r}; known: clade-mini, swebench, swebench-pro, polyglot, folder, "
+            "wordcount"
         )
 
 
