@@ -30,6 +30,7 @@ ENTRY_POINT_GROUP = "clade.benchmarks"
 BUILTIN: dict[str, str] = {
     "clade-mini": "benchmarks.clade_mini.registration:BENCHMARK",
     "swebench": "benchmarks.swebench.registration:BENCHMARK",
+    "swebench-pro": "benchmarks.swebench_pro.registration:BENCHMARK",
     "polyglot": "benchmarks.polyglot.registration:BENCHMARK",
     "folder": "benchmarks.folder.registration:BENCHMARK",
     "harbor": "benchmarks.harbor.registration:BENCHMARK",

@@ -88,20 +88,23 @@ def read_options_file(path: Path) -> dict[str, Any]:
 def parse_benchmark(name: str, pairs: list[str] | None, path: Path | None) -> BenchmarkConfig:
     """The typed benchmark configuration; raises OptionSyntaxError or BenchmarkOptionError.
 
-    A dataset given as a path that exists here is made absolute: the service that
-    loads it runs in another directory. A NAME that is no benchmark's name but a folder
-    here is a benchmark folder of the user's own (the `folder` benchmark, `path` = NAME).
+    A dataset (and swebench-pro's scripts folder) given as a path that exists here is made
+    absolute: the service that loads it runs in another directory. A NAME that is no
+    benchmark's name but a folder here is a benchmark folder of the user's own (the `folder`
+    benchmark, `path` = NAME).
     """
     options = read_options_file(path) if path is not None else {}
     options.update(parse_pairs(pairs or []))
     if name not in installed_registry().names() and Path(name).expanduser().is_dir():
         name, options = "folder", {**options, "path": str(Path(name).expanduser().resolve())}
     config = benchmark_config(name, options)
-    dataset = config.options.get("dataset") if name == "swebench" else None
-    if isinstance(dataset, str) and Path(dataset).exists():
-        config = config.model_copy(
-            update={"options": {**config.options, "dataset": str(Path(dataset).resolve())}}
-        )
+    paths = {"swebench": ("dataset",), "swebench-pro": ("dataset", "scripts")}.get(name, ())
+    for option in paths:
+        value = config.options.get(option)
+        if isinstance(value, str) and Path(value).exists():
+            config = config.model_copy(
+                update={"options": {**config.options, option: str(Path(value).resolve())}}
+            )
     return config
 
 

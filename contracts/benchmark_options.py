@@ -36,8 +36,8 @@ class BenchmarkConfig(BaseModel):
         default=DEFAULT_BENCHMARK,
         min_length=1,
         max_length=200,
-        description="a registered benchmark: clade-mini, swebench, polyglot, folder, harbor, or an installed "
-        "plugin's (`clade bench list`)",
+        description="a registered benchmark: clade-mini, swebench, swebench-pro, polyglot, folder, harbor, "
+        "or an installed plugin's (`clade bench list`)",
     )
     options: dict[str, Any] = Field(
         default_factory=dict, description="the benchmark's own options (docs/extend/benchmark.md)"

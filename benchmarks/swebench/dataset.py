@@ -27,6 +27,7 @@ ALIASES = {
     "verified": "SWE-bench/SWE-bench_Verified",
     "multilingual": "SWE-bench/SWE-bench_Multilingual",
     "multimodal": "SWE-bench/SWE-bench_Multimodal",
+    "live": "SWE-bench-Live/SWE-bench-Live",
 }
 FILE_SUFFIXES = (".json", ".jsonl", ".parquet")
 OFFLINE_HINT = (

@@ -16,6 +16,7 @@ from benchmarks.swebench.harness import (
     InstanceFormat,
     UnsupportedInstance,
 )
+from benchmarks.swebench.live import as_v5_row, is_live_row
 
 EVAL_DIR = "/clade/eval"
 EVAL_SCRIPT = f"{EVAL_DIR}/eval.sh"
@@ -67,6 +68,8 @@ def to_task(row: Mapping[str, Any], harness: Harness, *, namespace: str | None =
     installed swebench cannot grade, raises `UnsupportedInstance` naming the instance.
     """
     instance_id = str(row.get("instance_id") or "?")
+    if is_live_row(row):  # SWE-bench-Live: per-row test commands and parser (live.py)
+        row = as_v5_row(row, harness)
     missing = [name for name in REQUIRED if row.get(name) is None]
     if missing:
         raise UnsupportedInstance(f"{instance_id}: not a SWE-bench instance: no {', '.join(missing)}")

@@ -155,6 +155,20 @@ def predictions_jsonl(session: Session, *, run_id: str, agent_id: str) -> str:
     from benchmarks.swebench.export import predictions_jsonl as to_jsonl
 
     model = f"clade-agent-{agent_id[:12]}"
+    return to_jsonl((task, model, diff) for task, diff in _diffs(session, run_id=run_id, agent_id=agent_id))
+
+
+def pro_predictions_json(session: Session, *, run_id: str, agent_id: str) -> str:
+    """The same diffs as SWE-bench Pro's patches file (a JSON list of instance_id, patch,
+    prefix), what its `swe_bench_pro_eval.py --patch_path` reads."""
+    from benchmarks.swebench_pro.export import pro_predictions_json as to_json
+
+    prefix = f"clade-agent-{agent_id[:12]}"
+    return to_json((task, prefix, diff) for task, diff in _diffs(session, run_id=run_id, agent_id=agent_id))
+
+
+def _diffs(session: Session, *, run_id: str, agent_id: str) -> list[tuple[str, str]]:
+    """(task id, diff) of the agent's finished evaluations in the run, one per task."""
     rows = session.scalars(
         select(Evaluation)
         .where(
@@ -165,4 +179,4 @@ def predictions_jsonl(session: Session, *, run_id: str, agent_id: str) -> str:
         )
         .order_by(Evaluation.task_id)
     )
-    return to_jsonl((e.task_id, model, str((e.result or {}).get("diff", ""))) for e in rows)
+    return [(e.task_id, str((e.result or {}).get("diff", ""))) for e in rows]

@@ -41,7 +41,7 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 def test_an_installed_plugin_is_named_like_clades_own(site: Path) -> None:
     write_wordcount_plugin(site)
     registry = BenchmarkRegistry.installed()
-    assert registry.names() == ["clade-mini", "swebench", "polyglot", "folder", WORDCOUNT]
+    assert registry.names() == ["clade-mini", "swebench", "swebench-pro", "polyglot", "folder", WORDCOUNT]
     benchmark = registry.build(BenchmarkConfig(name=WORDCOUNT, options={"copies": 2}))
     assert [task.instance_id for task in benchmark.tasks()] == [WORDCOUNT_TASK, "wordcount__split-2"]
     # Stored as its options model spells it out.
@@ -68,7 +68,7 @@ def test_an_unknown_name_lists_the_known_ones_and_imports_nothing(site: Path) ->
         assert caught.value.field == "name"
         assert str(caught.value) == (
             f"name: unknown benchmark {name!r}; "
-            "known: clade-mini, swebench, polyglot, folder, harbor, wordcount"
+            "known: clade-mini, swebench, swebench-pro, polyglot, folder, harbor, wordcount"
         )
 
 

@@ -30,7 +30,7 @@ from tests.servers import free_port, service_env, start_service
 from worker.curriculum import Curriculum, build_script
 from worker.llm.scripted import ScriptedServer
 
-KNOWN = "clade-mini, swebench, polyglot, folder, harbor, broken, twice, wordcount"
+KNOWN = "clade-mini, swebench, swebench-pro, polyglot, folder, harbor, broken, twice, wordcount"
 
 
 @pytest.fixture

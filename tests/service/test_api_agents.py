@@ -261,6 +261,18 @@ def test_evaluation_result_delivered_twice_is_recorded_once(service: AppService,
                 "model_patch": "--- a/x\n+++ b/x\n",
             }
         ]
+        # The same as SWE-bench Pro's patches file (swe_bench_pro_eval.py --patch_path).
+        pro = reader.get(
+            f"/api/runs/{run_id}/predictions", params={"agent": seed_id, "format": "swebench-pro"}
+        )
+        assert pro.status_code == 200 and pro.headers["content-type"] == "application/json"
+        assert pro.json() == [
+            {
+                "instance_id": "clade-mini__textkit-1",
+                "patch": "--- a/x\n+++ b/x\n",
+                "prefix": f"clade-agent-{seed_id[:12]}",
+            }
+        ]
 
 
 def test_a_tampered_evaluation_is_never_resolved_and_is_listed_as_tampered(

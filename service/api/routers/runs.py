@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import PlainTextResponse, StreamingResponse
@@ -29,7 +29,13 @@ from service.api.schemas import (
     RunPublic,
     RunUsage,
 )
-from service.archive.export import agent_metadata, export_top, file_member, predictions_jsonl
+from service.archive.export import (
+    agent_metadata,
+    export_top,
+    file_member,
+    predictions_jsonl,
+    pro_predictions_json,
+)
 from service.driver.estimate import PlannedRun, planned_run
 from service.experience import ExperiencePool
 from service.plan import plan_run
@@ -228,11 +234,21 @@ def run_experience(
     responses=error_responses(404),
 )
 def run_predictions(
-    run_id: str, session: SessionDep, agent: Annotated[str | None, Query(pattern="^[0-9a-f]{40}$")] = None
-) -> JSONLinesResponse:
-    """SWE-bench predictions JSONL of one agent's evaluations in this run (default: the best agent)."""
+    run_id: str,
+    session: SessionDep,
+    agent: Annotated[str | None, Query(pattern="^[0-9a-f]{40}$")] = None,
+    fmt: Annotated[Literal["swebench", "swebench-pro"], Query(alias="format")] = "swebench",
+) -> Response:
+    """SWE-bench predictions JSONL of one agent's evaluations in this run (default: the best agent);
+    `format=swebench-pro`: SWE-bench Pro's patches file (a JSON list of instance_id, patch, prefix)."""
     run = queries.get_run(session, run_id=run_id)
     agent_id = agent or next(iter(queries.top_agents(session, run_id=run_id, k=1)), run.seed_agent_id)
+    if fmt == "swebench-pro":
+        return Response(
+            pro_predictions_json(session, run_id=run_id, agent_id=agent_id),
+            media_type="application/json",
+            headers={"Content-Disposition": f'attachment; filename="patches-{agent_id[:12]}.json"'},
+        )
     body = predictions_jsonl(session, run_id=run_id, agent_id=agent_id)
     return JSONLinesResponse(
         body,
