@@ -77,8 +77,13 @@ class RunnerCanaries:
         """Whether other tests of the canaries' file were reported (a module that does not import
         loses its canaries honestly)."""
         if self.runner == "sympy":
-            header = re.compile(rf"^\s*{re.escape(self.test_file)}\[\d+\]", re.MULTILINE)
-            return header.search(test_section(log)) is not None and "Failed to import" not in log
+            # sympy's test names carry no file: its header ("path.py[3]") or, when a forger
+            # printed none, any other test reported (the canaries' file then did import).
+            section = test_section(log)
+            if re.search(rf"^\s*{re.escape(self.test_file)}\[\?\]", section, re.MULTILINE):
+                return False  # "path.py[?]   Failed to import"
+            header = re.search(rf"^\s*{re.escape(self.test_file)}\[\d+\]", section, re.MULTILINE)
+            return header is not None or any(not self.is_canary(test) for test in statuses)
         if any(_FAILED_IMPORT in test for test in statuses):
             return False
         module = f"({self.label}."
