@@ -27,7 +27,9 @@ pytest cannot have printed (`forged_status_lines`) make the verdict "tampered"; 
 makes it "not resolved". The twins are left out of the statuses. When no hidden test can be
 twinned, two arithmetic canaries are appended to the first FAIL_TO_PASS file instead (the
 log is then the only source of statuses, as in the official harness). Autoloaded plugins
-stay on, since some repositories' tests need theirs.
+stay on, since some repositories' tests need theirs. Instances whose test command is Django's
+`tests/runtests.py` or sympy's `bin/test` get a must-fail and a must-pass canary in a file the
+command names and checks of that runner's log (`runner_guard.py`, `runner_logs.py`).
 """
 
 from __future__ import annotations
