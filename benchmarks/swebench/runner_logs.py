@@ -144,10 +144,12 @@ def _sympy_statuses(lines: list[str]) -> list[tuple[int, str, str]]:
 def _sympy_summaries(lines: list[str]) -> list[Summary]:
     summaries = []
     for i, line in enumerate(lines):
-        final = _SYMPY_FINAL.search(line)
-        if final is None:
+        if "tests finished:" not in line:
             continue
-        counts = {kind: int(number) for number, kind in _SYMPY_COUNT.findall(final.group(1))}
+        # A long summary goes on over the next line ("...,\n1 exceptions, in 2.10 seconds").
+        text = line if _SYMPY_FINAL.search(line) else " ".join(lines[i : i + 2])
+        found = _SYMPY_COUNT.findall(text.split("tests finished:", 1)[1])
+        counts = {kind: int(number) for number, kind in found}
         failing = counts.get("failed", 0) + counts.get("exceptions", 0) > 0
         summaries.append(Summary(line=i, passed=counts.get("passed", 0), failing=failing))
     return summaries
