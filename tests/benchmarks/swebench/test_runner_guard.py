@@ -80,6 +80,12 @@ def test_the_runner_and_the_canary_file_come_from_the_test_command(tmp_path: Pat
     )
     pytest_script = f": '{START_MARKER}'\npython -m pytest -rA tests/test_x.py\n: '{END_MARKER}'\n"
     assert plan(pytest_script, "", tmp_path) is None
+    # A module that picks its own tests (unittest's load_tests) takes no canaries.
+    (tmp_path / "tests" / "slugs").mkdir(parents=True)
+    (tmp_path / "tests" / "slugs" / "tests.py").write_text(
+        "def load_tests(loader, tests, pattern):\n    return tests\n"
+    )
+    assert plan(django["eval_script"], django["test_patch"], tmp_path) is None
     # A label the test patch does not create and the repository does not hold takes no canaries.
     script = (
         f": '{START_MARKER}'\n./tests/runtests.py --verbosity 2 --parallel 1 gone.tests\n: '{END_MARKER}'\n"
