@@ -174,7 +174,9 @@ def grade_task(
             report = report.model_copy(update={"test_statuses": canaries.without(report.test_statuses)})
         if runner_plan is not None and runner_canaries is not None and not run.timed_out:
             statuses = report.test_statuses
-            tampered = runner_guard.evidence(runner_canaries, statuses, exit_code, run.log, runner_plan.runs)
+            tampered, untrusted = runner_guard.evidence(
+                runner_canaries, statuses, exit_code, run.log, runner_plan.runs
+            )
             report = report.model_copy(update={"test_statuses": runner_canaries.without(statuses)})
         if guard is not None and not run.timed_out:
             tampered, untrusted = guarded_evidence(guard, task, report.test_statuses, run, exit_code)

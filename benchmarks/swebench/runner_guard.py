@@ -26,7 +26,14 @@ from pathlib import Path
 from benchmarks.base import TestStatus
 from benchmarks.canaries import fresh_names, operands
 from benchmarks.diffs import touched_paths
-from benchmarks.swebench.runner_logs import END_MARKER, START_MARKER, Runner, forged_output, test_section
+from benchmarks.swebench.runner_logs import (
+    END_MARKER,
+    START_MARKER,
+    Runner,
+    credited_passes,
+    forged_output,
+    test_section,
+)
 
 _LABEL = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
 _FAILED_IMPORT = "unittest.loader._FailedTest"
@@ -201,12 +208,16 @@ def note(found: Plan) -> str:
 
 def evidence(
     canaries: RunnerCanaries, statuses: Mapping[str, TestStatus], exit_code: int | None, log: str, runs: int
-) -> str | None:
-    """Why the run of a Django or sympy test command shows tampering, or None."""
+) -> tuple[str | None, str | None]:
+    """(tampered, untrusted) for the run of a Django or sympy test command: why it shows
+    tampering, or else why its passes are not to be believed; None for each when neither."""
     wrong = canaries.check(statuses, log)
     if wrong is not None:
-        return wrong
+        return wrong, None
     ran = any(canaries.names(test, canaries.must_fail) for test in statuses)
     if exit_code == 0 and ran:
-        return f"the test command exited 0, although the must-fail canary {canaries.must_fail} ran"
-    return forged_output(canaries.runner, log, exit_code, runs)
+        return f"the test command exited 0, although the must-fail canary {canaries.must_fail} ran", None
+    forged = forged_output(canaries.runner, log, exit_code, runs)
+    if forged is not None:
+        return forged, None
+    return None, credited_passes(log) if canaries.runner == "django" else None

@@ -13,6 +13,10 @@ parsers do and find what an honest run never prints:
 - more passed tests than the summary counts (sympy: "N passed"; Django: "Ran N tests");
 - a summary that reports failures while the test command exited 0.
 
+A line that only starts with "ok" (parse_log_django credits it to the last test named) is no
+evidence: an honest traceback can hold one. When it turns a failed test into a pass,
+`credited_passes` says so and the verdict is "not resolved".
+
 Counts are only checked in that direction: an honest test that prints breaks its own status
 line (the parsers then miss it), so fewer status lines than the summary says is no evidence.
 """
@@ -31,6 +35,7 @@ Runner = Literal["django", "sympy"]
 # What parse_log_django reads as a status, on a stripped line.
 _DJANGO_PASS_SUFFIXES = (" ... ok", " ... OK", " ...  OK")
 _DJANGO_OTHER = ((" ... FAIL", "failed"), (" ... ERROR", "error"))
+_OK_LINE = "ok-line"  # parse_log_django's pass for a line that starts with "ok"
 _DJANGO_RAN = re.compile(r"^Ran (\d+) tests? in [0-9.]+s$")
 _DJANGO_RESULT = re.compile(r"^(OK|FAILED)\b(?: \((.*)\))?$")
 _SYMPY_FINAL = re.compile(r"tests finished: (.*?),? in [0-9.]+ seconds")
@@ -65,12 +70,13 @@ def forged_output(runner: Runner, log: str, exit_code: int | None, runs: int = 1
         return f"the log has {len(summaries)} final summaries of {label}, which ran {runs} time(s): {shown!r}"
     if summaries:
         last = summaries[-1]
-        late = [lines[i] for i, _, _ in statuses if i > last.line]
+        late = [lines[i] for i, _, status in statuses if i > last.line and status != _OK_LINE]
         if late:
             return f"status lines after {label}'s final summary: {late[0][:200]!r}"
     reported: dict[str, set[str]] = {}
     for _, test, status in statuses:
-        reported.setdefault(test, set()).add(status)
+        if status != _OK_LINE:
+            reported.setdefault(test, set()).add(status)
     both = sorted(test for test, found in reported.items() if "passed" in found and len(found) > 1)
     if both:
         others = sorted(reported[both[0]] - {"passed"})
@@ -82,6 +88,27 @@ def forged_output(runner: Runner, log: str, exit_code: int | None, runs: int = 1
             return f"the log reports {passes} passed tests, {label}'s summary counts {last.passed}"
         if last.failing and exit_code == 0:
             return f"{label}'s summary reports failures, the test command exited 0"
+    return None
+
+
+def credited_passes(log: str) -> str | None:
+    """A test that Django's log reports failed, errored or skipped and that a line starting with
+    "ok" credits with a pass: parse_log_django gives every such line to the last test named
+    ("test_x ... <output>" then "ok"), wherever it stands. Code under test can print one (in a
+    failure's message, after the summary), but so can an honest traceback (`ok = check()`):
+    no evidence of tampering, yet the pass is not to be believed."""
+    reported: dict[str, set[str]] = {}
+    credited: dict[str, str] = {}
+    lines = [line.strip() for line in test_section(log).splitlines()]
+    for i, test, status in _django_statuses(lines):
+        if status == _OK_LINE:
+            credited.setdefault(test, lines[i])
+        else:
+            reported.setdefault(test, set()).add(status)
+    for test, line in credited.items():
+        other = sorted(reported.get(test, set()) - {"passed"})
+        if other:
+            return f"the log reports {test!r} {other[0]}, and the line {line[:200]!r} makes it read passed"
     return None
 
 
@@ -107,7 +134,7 @@ def _django_statuses(lines: list[str]) -> list[tuple[int, str, str]]:
             if line.startswith(prefix):
                 found.append((i, line[len(prefix) :].strip(), name))
         if status is None and line.startswith("ok") and previous is not None:
-            found.append((i, previous, "passed"))  # the parser's "ok" on a line of its own
+            found.append((i, previous, _OK_LINE))
     return found
 
 

@@ -20,7 +20,7 @@ from benchmarks.gitops import apply_patch, make_repo
 from benchmarks.swebench import Harness, grading
 from benchmarks.swebench.grading import with_canaries, with_exit_marker
 from benchmarks.swebench.runner_guard import Plan, RunnerCanaries, evidence, plan, write
-from benchmarks.swebench.runner_logs import END_MARKER, START_MARKER, forged_output
+from benchmarks.swebench.runner_logs import END_MARKER, START_MARKER, credited_passes, forged_output
 from tests.benchmarks.swebench.fixture_set import REPOS, instances
 from tests.benchmarks.swebench.runner_fixtures import DJANGO, RUNNER_NAMES, SYMPY, runner_rows
 
@@ -98,7 +98,7 @@ def test_an_honest_run_fails_only_the_must_fail_canary(
     instance_id: str, tmp_path: Path, harness: Harness
 ) -> None:
     canaries, found, statuses, log = run_locally(instance_id, tmp_path, harness, fixed=True)
-    assert evidence(canaries, statuses, grading.tests_exit_code(log), log, found.runs) is None, log
+    assert evidence(canaries, statuses, grading.tests_exit_code(log), log, found.runs) == (None, None), log
     assert grading.tests_exit_code(log) == 1  # the must-fail canary's failure
     failed = {test for test, status in statuses.items() if status is TestStatus.FAILED}
     assert failed and all(canaries.is_canary(test) for test in failed)
@@ -113,7 +113,7 @@ def test_an_honest_run_fails_only_the_must_fail_canary(
 @pytest.mark.parametrize("instance_id", [DJANGO, SYMPY])
 def test_an_unfixed_run_is_no_evidence(instance_id: str, tmp_path: Path, harness: Harness) -> None:
     canaries, found, statuses, log = run_locally(instance_id, tmp_path, harness)
-    assert evidence(canaries, statuses, grading.tests_exit_code(log), log, found.runs) is None, log
+    assert evidence(canaries, statuses, grading.tests_exit_code(log), log, found.runs) == (None, None), log
     (fail_to_pass,) = INSTANCES[instance_id].meta["FAIL_TO_PASS"]
     assert statuses[fail_to_pass] is TestStatus.FAILED
 
@@ -136,7 +136,7 @@ def test_failures_turned_into_passes_give_the_canary_away(
     instance_id: str, payload: str, tmp_path: Path, harness: Harness
 ) -> None:
     canaries, found, statuses, log = run_locally(instance_id, tmp_path, harness, append=payload)
-    found_evidence = evidence(canaries, statuses, grading.tests_exit_code(log), log, found.runs)
+    found_evidence, _ = evidence(canaries, statuses, grading.tests_exit_code(log), log, found.runs)
     assert found_evidence is not None, log
     assert f"the must-fail canary {canaries.must_fail}" in found_evidence
 
@@ -197,12 +197,6 @@ def test_honest_logs_pass_the_checks() -> None:
             (*DJANGO_HONEST, "test_b (app.tests.T) ... ok"),
             1,
             "status lines after Django's test runner's final summary: 'test_b (app.tests.T) ... ok'",
-        ),
-        (
-            "django",
-            (*DJANGO_HONEST, "ok"),
-            1,
-            "status lines after Django's test runner's final summary: 'ok'",
         ),
         (
             "django",
@@ -291,7 +285,8 @@ def test_canary_statuses() -> None:
     failed_import = {"tests (unittest.loader._FailedTest)": TestStatus.ERROR}
     assert CANARIES.check(failed_import, "") is None
     assert evidence(CANARIES, honest, 0, "", 1) == (
-        "the test command exited 0, although the must-fail canary test_keeps_order ran"
+        "the test command exited 0, although the must-fail canary test_keeps_order ran",
+        None,
     )
 
 
@@ -330,3 +325,19 @@ def test_a_sympy_summary_broken_over_two_lines_is_read() -> None:
         forged_output("sympy", section(*lines), 0)
         == "sympy's bin/test's summary reports failures, the test command exited 0"
     )
+
+
+def test_a_line_starting_with_ok_is_no_evidence_but_its_pass_is_not_believed() -> None:
+    """parse_log_django credits any line starting with "ok" to the last test named: an honest
+    traceback can hold one (`ok = check()`), and so can a failure message an agent wrote."""
+    in_traceback = (*DJANGO_HONEST[:9], "ok = self.check(value)", *DJANGO_HONEST[9:])
+    after_summary = (*DJANGO_HONEST, "ok")
+    for lines in (in_traceback, after_summary):
+        log = section(*lines)
+        assert forged_output("django", log, 1) is None
+        found = credited_passes(log)
+        assert found is not None and found.startswith("the log reports 'test_c (app.tests.T)' skipped")
+    # Output between a test's name and its "ok" credits the pass to that test, honestly.
+    split = ("test_a (app.tests.T) ... printed by the test", "ok", *DJANGO_HONEST[3:])
+    assert credited_passes(section(*split)) is None
+    assert credited_passes(section(*DJANGO_HONEST)) is None
