@@ -25,7 +25,7 @@ from pathlib import Path
 
 from benchmarks.base import TestStatus
 from benchmarks.canaries import fresh_names, operands
-from benchmarks.diffs import touched_paths
+from benchmarks.diffs import split_files, touched_paths
 from benchmarks.swebench.runner_logs import (
     END_MARKER,
     START_MARKER,
@@ -125,6 +125,7 @@ def plan(script: str, test_patch: str, repo: Path) -> Plan | None:
     if command is None:
         return None
     patched = [path for path in touched_paths(test_patch) if path.endswith(".py")]
+    deleted = {part.paths[0] for part in split_files(test_patch) if "\n+++ /dev/null" in part.text}
     for runner, program in (("django", "runtests.py"), ("sympy", "bin/test")):
         runs = [_after(words, program) for words in command if any(w.endswith(program) for w in words[:3])]
         if not runs:
@@ -136,7 +137,7 @@ def plan(script: str, test_patch: str, repo: Path) -> Plan | None:
             files = {word: "" for word in args if word.endswith(".py") and not word.startswith("-")}
         ordered = sorted(files, key=lambda path: path not in patched)  # the test patch's files first
         for path in ordered:
-            if "'" in path:  # the grader appends to it in single quotes
+            if "'" in path or path in deleted:  # the grader appends to it, in single quotes
                 continue
             if runner == "django" and _loads_its_own_tests(repo / path, test_patch):
                 continue

@@ -86,6 +86,12 @@ def test_the_runner_and_the_canary_file_come_from_the_test_command(tmp_path: Pat
         "def load_tests(loader, tests, pattern):\n    return tests\n"
     )
     assert plan(django["eval_script"], django["test_patch"], tmp_path) is None
+    # Nor does a file the test patch deletes.
+    deleting = "diff --git a/x.py b/x.py\ndeleted file mode 100644\n"
+    deleting += "--- a/x.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x = 1\n"
+    script = f": '{START_MARKER}'\nbin/test -C --verbose x.py\n: '{END_MARKER}'\n"
+    (tmp_path / "x.py").write_text("x = 1\n")
+    assert plan(script, deleting, tmp_path) is None
     # A label the test patch does not create and the repository does not hold takes no canaries.
     script = (
         f": '{START_MARKER}'\n./tests/runtests.py --verbosity 2 --parallel 1 gone.tests\n: '{END_MARKER}'\n"
