@@ -86,20 +86,32 @@ def plant(repo: Path, test_file: str) -> Canaries:
 def write_canaries(test_file: str, context: str) -> tuple[Canaries, str]:
     """Fresh canaries for `test_file` and their code (to append to it), named unlike anything
     in `context` (the file's text, or the patch that makes it) but with words of its tests."""
-    # Words of the file's own test names too, so the canaries look like its neighbours.
-    own_words = {w for n in _TEST_NAME.findall(context) for w in n.split("_") if w.isalpha()}
-    words = sorted({*_WORDS, *own_words})
-    names: list[str] = []
-    while len(names) < 2:
-        name = _fresh_name(words)
-        if name not in names and name not in context:
-            names.append(name)
-    a, b, c = (int.from_bytes(os.urandom(2), "big") + 2 for _ in range(3))
+    names = fresh_names(context, 2)
+    a, b, c = operands()
     code = (
         f"\n\ndef {names[0]}():\n    assert {a} * {b} == {a * b + c}\n"
         f"\n\ndef {names[1]}():\n    assert {a} + {c} == {a + c}\n"
     )
     return Canaries(must_fail=names[0], must_pass=names[1], test_file=test_file), code
+
+
+def fresh_names(context: str, count: int) -> list[str]:
+    """`count` distinct test names (`test_...`) from os.urandom, none of them in `context`, made
+    of common words and words of the test names in `context`, so they look like its neighbours."""
+    own_words = {w for n in _TEST_NAME.findall(context) for w in n.split("_") if w.isalpha()}
+    words = sorted({*_WORDS, *own_words})
+    names: list[str] = []
+    while len(names) < count:
+        name = _fresh_name(words)
+        if name not in names and name not in context:
+            names.append(name)
+    return names
+
+
+def operands() -> tuple[int, int, int]:
+    """Three fresh numbers for the canaries' arithmetic (a * b == a * b + c fails, a + c passes)."""
+    a, b, c = (int.from_bytes(os.urandom(2), "big") + 2 for _ in range(3))
+    return a, b, c
 
 
 def check(canaries: Canaries, statuses: Mapping[str, TestStatus]) -> str | None:

@@ -27,7 +27,9 @@ pytest cannot have printed (`forged_status_lines`) make the verdict "tampered"; 
 makes it "not resolved". The twins are left out of the statuses. When no hidden test can be
 twinned, two arithmetic canaries are appended to the first FAIL_TO_PASS file instead (the
 log is then the only source of statuses, as in the official harness). Autoloaded plugins
-stay on, since some repositories' tests need theirs.
+stay on, since some repositories' tests need theirs. Instances whose test command is Django's
+`tests/runtests.py` or sympy's `bin/test` get a must-fail and a must-pass canary in a file the
+command names and checks of that runner's log (`runner_guard.py`, `runner_logs.py`).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from benchmarks.gitops import apply_patch
 from benchmarks.graded_diff import drop_test_infrastructure
 from benchmarks.must_fail import NO_TWINS_NOTE
 from benchmarks.runner_tampering import runner_tampering, tampering_note
-from benchmarks.swebench import pytest_guard
+from benchmarks.swebench import pytest_guard, runner_guard
 from benchmarks.swebench.harness import Harness
 from benchmarks.swebench.patches import graded_patch
 from benchmarks.swebench.pytest_guard import RESULTS_MOUNT, START_MARKER, Guard
@@ -132,6 +134,7 @@ def grade_task(
         eval_dir = work / "eval"
         eval_dir.mkdir()
         canaries, guard, note = None, None, ""
+        runner_plan, runner_canaries = None, None
         canary_file = pytest_canary_file(task, script)
         if canary_file is not None:
             prepared = pytest_guard.prepare(task, repo, script, eval_dir, work)
@@ -141,6 +144,13 @@ def grade_task(
                 canaries, code = write_canaries(canary_file, task.test_patch)
                 script = with_canaries(script, canary_file, code)
                 note = f"; {NO_TWINS_NOTE}"
+        else:
+            runner_plan = runner_guard.plan(script, task.test_patch, repo)
+            if runner_plan is not None:
+                context = task.test_patch + _text(repo, runner_plan)
+                runner_canaries, code = runner_guard.write(runner_plan, context)
+                script = with_canaries(script, runner_plan.test_file, code)
+                note = f"; {runner_guard.note(runner_plan)}"
         (eval_dir / "eval.sh").write_text(script)
         os.chmod(eval_dir, 0o755)
         os.chmod(eval_dir / "eval.sh", 0o644)
@@ -162,6 +172,12 @@ def grade_task(
         if canaries is not None and not run.timed_out:
             tampered = canary_evidence(canaries, report.test_statuses, exit_code, run.log)
             report = report.model_copy(update={"test_statuses": canaries.without(report.test_statuses)})
+        if runner_plan is not None and runner_canaries is not None and not run.timed_out:
+            statuses = report.test_statuses
+            tampered, untrusted = runner_guard.evidence(
+                runner_canaries, statuses, exit_code, run.log, runner_plan.runs
+            )
+            report = report.model_copy(update={"test_statuses": runner_canaries.without(statuses)})
         if guard is not None and not run.timed_out:
             tampered, untrusted = guarded_evidence(guard, task, report.test_statuses, run, exit_code)
             report = report.model_copy(
@@ -201,6 +217,12 @@ def guarded_evidence(
     graded = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
     judged = pytest_guard.judge(guard, graded, statuses, list(run.changes), exit_code, run.log)
     return judged.tampered, judged.untrusted
+
+
+def _text(repo: Path, found: runner_guard.Plan) -> str:
+    """The canary file's text in the graded copy ("" when the test patch creates it)."""
+    path = repo / found.test_file
+    return path.read_text(errors="replace") if path.is_file() and not path.is_symlink() else ""
 
 
 def pytest_canary_file(task: SWEbenchTask, script: str) -> str | None:

@@ -19,6 +19,7 @@ from benchmarks.swebench import Harness, SWEbench, SWEbenchOptions, load_harness
 from sandbox.base import SandboxBackend
 from sandbox.docker_images import DockerImages
 from tests.benchmarks.swebench.fixture_set import build_images, instance_rows, repositories, write_jsonl
+from tests.benchmarks.swebench.runner_fixtures import RUNNER_NAMES, RUNNER_REPOS, runner_rows
 
 
 @dataclass(frozen=True)
@@ -97,3 +98,27 @@ def bench(fixture_set: FixtureSet, docker_client: Any, harness: Harness) -> SWEb
 @pytest.fixture(scope="session")
 def backend(docker_backend: tuple[SandboxBackend, str]) -> SandboxBackend:
     return docker_backend[0]
+
+
+@pytest.fixture(scope="session")
+def runner_bench(
+    tmp_path_factory: pytest.TempPathFactory,
+    docker_backend: tuple[SandboxBackend, str],
+    docker_client: Any,
+    harness: Harness,
+) -> SWEbench:
+    """The Django- and sympy-layout instances (`runner_fixtures.py`), their images built here."""
+    if harness.instance_format != "swebench-5":
+        pytest.fail(
+            f"the runner fixture instances are swebench 5.x rows; swebench {harness.version} is installed"
+        )
+    _, base_image = docker_backend
+    built = repositories(tmp_path_factory.mktemp("swebench-runner-repos"), RUNNER_REPOS)
+    images = build_images(docker_client, base_image, built, RUNNER_NAMES)
+    commits = {name: commit for name, (_, commit) in built.items()}
+    dataset = write_jsonl(
+        runner_rows(commits, images), tmp_path_factory.mktemp("swebench-runners") / "rows.jsonl"
+    )
+    return SWEbench(
+        SWEbenchOptions(dataset=str(dataset)), images=DockerImages(docker_client), harness=harness
+    )

@@ -59,9 +59,9 @@ class Instance:
         return str(self.meta["repo"]).rsplit("/", 1)[-1]
 
 
-def instances() -> list[Instance]:
+def instances(names: tuple[str, ...] = NAMES) -> list[Instance]:
     found = []
-    for name in NAMES:
+    for name in names:
         folder = INSTANCES / name
         found.append(
             Instance(
@@ -75,10 +75,10 @@ def instances() -> list[Instance]:
     return found
 
 
-def repositories(dest: Path) -> dict[str, tuple[Path, str]]:
+def repositories(dest: Path, names: tuple[str, ...] = REPO_NAMES) -> dict[str, tuple[Path, str]]:
     """Each repository as a git work tree under `dest`: name -> (path, base commit)."""
     built = {}
-    for source in (REPOS / name for name in REPO_NAMES):
+    for source in (REPOS / name for name in names):
         repo = dest / source.name
         repo.mkdir(parents=True)
         shutil.copy(source / "README.md", repo / "README.md")
@@ -154,7 +154,9 @@ def write_jsonl(rows: list[dict[str, Any]], path: Path) -> Path:
     return path
 
 
-def build_images(client: Any, base_image: str, repos: dict[str, tuple[Path, str]]) -> dict[str, str]:
+def build_images(
+    client: Any, base_image: str, repos: dict[str, tuple[Path, str]], names: tuple[str, ...] = NAMES
+) -> dict[str, str]:
     """An instance image per repository: `base_image` plus the work tree at /testbed (no network).
 
     Also tagged under the names the 4.x harness derives for each instance. Reused when present.
@@ -166,7 +168,7 @@ def build_images(client: Any, base_image: str, repos: dict[str, tuple[Path, str]
         if not client.images.list(name=tag):
             _commit_image(client, base_image, repo, tag)
         images[name] = tag
-    for instance in instances():
+    for instance in instances(names):
         image = client.images.get(images[instance.repo_name])
         local = f"sweb.eval.x86_64.{instance.meta['instance_id'].lower()}"
         image.tag(local, "latest")
