@@ -41,7 +41,15 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 def test_an_installed_plugin_is_named_like_clades_own(site: Path) -> None:
     write_wordcount_plugin(site)
     registry = BenchmarkRegistry.installed()
-    assert registry.names() == ["clade-mini", "swebench", "swebench-pro", "polyglot", "folder", WORDCOUNT]
+    assert registry.names() == [
+        "clade-mini",
+        "swebench",
+        "swebench-pro",
+        "polyglot",
+        "folder",
+        "harbor",
+        WORDCOUNT,
+    ]
     benchmark = registry.build(BenchmarkConfig(name=WORDCOUNT, options={"copies": 2}))
     assert [task.instance_id for task in benchmark.tasks()] == [WORDCOUNT_TASK, "wordcount__split-2"]
     # Stored as its options model spells it out.
