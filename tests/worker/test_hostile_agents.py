@@ -36,6 +36,9 @@ from worker.agent_runner import MAX_LOG_CHARS
 pytestmark = pytest.mark.docker
 
 TIMEOUT_S = 8  # for the agents that never finish; the kill must come right after it
+# For the agents that search the whole sandbox and then finish: on a busy machine the search
+# takes longer than the harness's default solve limit, and a cut-off search reports nothing.
+SEARCH_TIMEOUT_S = 180
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +182,10 @@ def test_the_real_api_key_never_reaches_the_agent(
     key_file.write_text(secret)
     assert os.environ["CLADE_LLM_API_KEY"] == secret
     seen_before = len(stack.llm.requests)
-    evaluated = stack.evaluate(hostile(tmp_path, "attack_secrets", targets(host_key_file=str(key_file))))
+    evaluated = stack.evaluate(
+        hostile(tmp_path, "attack_secrets", targets(host_key_file=str(key_file))),
+        solve_timeout_s=SEARCH_TIMEOUT_S,
+    )
 
     found = evaluated.findings()
     assert found["hits"] == []
@@ -295,7 +301,9 @@ def test_the_hidden_tests_are_nowhere_the_agent_can_read(
     task: Task,
 ) -> None:
     """No file or process it can read holds the hidden tests' text or names, nor any task file."""
-    evaluated = stack.evaluate(hostile(tmp_path, "attack_hidden_tests", targets(hidden=hidden)))
+    evaluated = stack.evaluate(
+        hostile(tmp_path, "attack_hidden_tests", targets(hidden=hidden)), solve_timeout_s=SEARCH_TIMEOUT_S
+    )
 
     found = evaluated.findings()
     assert found["hits"] == []
