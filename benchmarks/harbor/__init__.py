@@ -99,9 +99,10 @@ class HarborBenchmark:
         harbor = self._own(task)
         if named_image(harbor, self.options.images) is not None:
             return False
-        if images.exists(self._image(harbor)):
+        tag = self._image(harbor)
+        if images.exists(tag):
             return False
-        build_image(harbor, images, self.options.base_images, progress=progress)
+        build_image(harbor, images, self.options.base_images, tag, progress=progress)
         return True
 
     def check_environment(self, task: Task, backend: SandboxBackend) -> None:
@@ -207,7 +208,11 @@ class HarborBenchmark:
         )
 
     def _image(self, harbor: HarborTask) -> str:
-        return named_image(harbor, self.options.images) or image_tag(harbor, self.options.base_images)
+        """The task's image, as `_task` settled it at load (its tag hashes the whole build context)."""
+        image = self._by_id[harbor.name].image
+        if image is None:  # `_task` gives every Harbor task its own image
+            raise BrokenTask(f"{harbor.name} has no image")
+        return image
 
     def _limits(self, harbor: HarborTask, timeout_s: float) -> Limits:
         options = self.options

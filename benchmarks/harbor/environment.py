@@ -61,14 +61,12 @@ def image_tag(task: HarborTask, base_images: Mapping[str, str]) -> str:
 
 
 def build_image(
-    task: HarborTask, store: ImageStore, base_images: Mapping[str, str], progress: Progress
+    task: HarborTask, store: ImageStore, base_images: Mapping[str, str], tag: str, progress: Progress
 ) -> str:
-    """The task's image from its Dockerfile, built once (SandboxUnavailable when it cannot be)."""
+    """The task's image from its Dockerfile, built once as `tag` (its `image_tag`; SandboxUnavailable
+    when it cannot be)."""
     if task.environment is None:
         raise ValueError(f"{task.name} names its image")
-    tag = image_tag(task, base_images)
-    if store.exists(tag):
-        return tag
     with tempfile.TemporaryDirectory(prefix="clade-harbor-build-") as tmp:
         context = Path(tmp) / "context"
         shutil.copytree(task.environment, context, symlinks=True)
