@@ -115,7 +115,7 @@ LANDSCAPES: dict[str, LandscapeConfig] = {
     # DGM's published start: 0.20 overall (the seed below the 0.4 screening threshold), gains
     # calibrated so that the baseline gains about +0.30 in a DGM-sized run (docs/simulation.md).
     "dgm-start": LandscapeConfig(
-        name="dgm-start", seed_score=0.2, large_gain=0.08, large_mean=0.65, small_mean=0.03
+        name="dgm-start", seed_score=0.2, large_gain=0.06, large_mean=0.65, small_mean=0.03
     ),
     # Rarer, larger gains: one mutation in a hundred, three times the default's shift.
     "medium-gains": LandscapeConfig(name="medium-gains", large_gain=0.01, large_mean=1.8, small_sd=0.1),
