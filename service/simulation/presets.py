@@ -112,7 +112,7 @@ _FULL: tuple[Preset, ...] = (
     # and the two best are scored on 30 held-out tasks, which pick the named best.
     Preset(
         "clade",
-        "recommended: HGM selection, one stage of 10 tasks, its best chosen on 30 held-out tasks (top 2)",
+        "best tried: HGM selection, one stage of 10 tasks, its best chosen on 30 held-out tasks (top 2)",
         (SimStage(10),),
         "hgm",
         heldout=(30, 2),
