@@ -108,8 +108,8 @@ _FULL: tuple[Preset, ...] = (
         "racing", "DGM selection and stages, tasks sent in batches and raced", DGM_STAGES, evaluation=RACING
     ),
     # The best of the recipes tried at B/2 (docs/simulation-results.md): every child gets the
-    # same 10 tasks (no threshold: a second stage costs more steps than the measurement it adds),
-    # and the two best are scored on 30 held-out tasks, which pick the named best.
+    # same 10 tasks (a threshold and a second stage did worse there: fewer children), and the
+    # two best are scored on 30 held-out tasks, which pick the named best.
     Preset(
         "clade",
         "best tried: HGM selection, one stage of 10 tasks, its best chosen on 30 held-out tasks (top 2)",
