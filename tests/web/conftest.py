@@ -48,6 +48,10 @@ def _missing() -> str | None:
     return None
 
 
+# Deadlines, not speed checks: on a busy 2-core machine Swagger UI took over 10 s to draw.
+DEADLINE_MS = 60_000  # every wait on a page and every expect()
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
     reason = _missing()
@@ -55,8 +59,9 @@ def browser() -> Iterator[Browser]:
         if os.environ.get("CI"):
             pytest.fail(reason)
         pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    expect.set_options(timeout=DEADLINE_MS)  # once per session; each page's own waits: open_page
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield browser
@@ -79,9 +84,6 @@ def search_run(archive: recording.Recorded) -> searching.SearchRun:
     return searching.build(archive)
 
 
-DEADLINE_MS = 60_000  # every wait on a page and every expect()
-
-
 def _is_error(kind: str, text: str) -> bool:
     # A 422 is the service refusing a value: the new-run form shows it at its field.
     return kind == "error" and "status of 422" not in text
@@ -92,11 +94,7 @@ def open_page(
 ) -> Iterator[Page]:
     """A fresh browser context; the test fails if the page logged an error or threw."""
     context = browser.new_context(viewport=viewport, base_url=archive.service.url, accept_downloads=True)
-    from playwright.sync_api import expect
-
-    # Deadlines, not speed checks: on a busy 2-core machine Swagger UI took over 10 s to draw.
     context.set_default_timeout(DEADLINE_MS)
-    expect.set_options(timeout=DEADLINE_MS)
     if token:
         admin = archive.service.secrets["admin_token"]
         context.add_init_script(f"window.localStorage.setItem('clade.token', {admin!r});")
