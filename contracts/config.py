@@ -232,12 +232,17 @@ class HeldoutConfig(StrictModel):
 
     `tasks` or `subset` (none: every task no stage uses), optionally `sample: N` of them drawn
     with the run's `rng_seed`. The stored configuration lists the task ids chosen.
+
+    `rounds` > 1 races the phase (successive halving): the tasks are sent in that many equal
+    parts, and after each part but the last only the better half of the agents still in (by
+    held-out tasks resolved so far) go on. More agents can then be looked at for the same cost.
     """
 
     tasks: list[Annotated[str, Field(min_length=1)]] | None = None
     subset: str | None = None
     sample: int | None = Field(default=None, ge=1)
     top_k: int = Field(default=3, ge=1, le=100)
+    rounds: int = Field(default=1, ge=1, le=10)
 
     @model_validator(mode="after")
     def _one_source(self) -> HeldoutConfig:
@@ -245,6 +250,8 @@ class HeldoutConfig(StrictModel):
             raise ValueError("give either 'tasks' or 'subset', not both")
         if self.tasks is not None and len(self.tasks) == 0:
             raise ValueError("'tasks' must not be empty")
+        if self.tasks is not None and len(self.tasks) < self.rounds:
+            raise ValueError(f"'rounds' ({self.rounds}) needs at least as many tasks ({len(self.tasks)})")
         return self
 
 

@@ -297,9 +297,12 @@ class HeldoutScore(Payload):
 
 
 class HeldoutFinished(Payload):
-    """The held-out phase is over; the best agent is the one with the highest lower bound."""
+    """The held-out phase is over; the best agent is the one with the highest lower bound (in a
+    raced phase, among those measured on the most held-out tasks)."""
 
-    agents: dict[str, HeldoutScore] = Field(description="Each chosen agent's held-out score, by agent id.")
+    agents: dict[str, HeldoutScore] = Field(
+        description="Each chosen agent's held-out score, by agent id (partial for one stopped in a race)."
+    )
     best_agent_id: str | None = Field(description="The run's best agent now.")
 
 

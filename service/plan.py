@@ -508,6 +508,8 @@ def _heldout_tasks(
         ids = draw_sample(ids, heldout.sample, seed=f"{config.rng_seed}:heldout")
     if not ids:
         raise ConfigFieldError(field, "no held-out tasks are left (every task is used by a stage)")
+    if len(ids) < heldout.rounds:
+        raise ConfigFieldError(field, f"{len(ids)} held-out tasks cannot be sent in {heldout.rounds} rounds")
     return ids
 
 

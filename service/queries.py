@@ -38,8 +38,10 @@ def usage_totals(session: Session, *where: ColumnElement[bool]) -> tuple[float, 
 
 
 def top_agents(session: Session, *, run_id: str, k: int) -> list[str]:
-    """The run's admitted agents, best first: those scored on held-out tasks by their held-out
-    Wilson lower bound (ties: selection score, then the earlier), then the rest by selection score."""
+    """The run's admitted agents, best first: those scored on held-out tasks by how many they
+    ran (an agent stopped early in a held-out race comes after those that went on), then by their
+    held-out Wilson lower bound (ties: selection score, then the earlier); then the rest by
+    selection score."""
     admitted = [
         RunAgent.run_id == run_id,
         RunAgent.status == MemberStatus.ADMITTED,
@@ -48,6 +50,7 @@ def top_agents(session: Session, *, run_id: str, k: int) -> list[str]:
     heldout = sorted(
         session.scalars(select(RunAgent).where(*admitted, RunAgent.heldout_total > 0)).all(),
         key=lambda m: (
+            -(m.heldout_total or 0),
             -wilson(m.heldout_resolved or 0, m.heldout_total or 0)[0],
             -(m.score or 0.0),
             m.created_at,

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from service.db.models import Evaluation, LLMUsage, Run, Step
 from service.driver.epochs import most_evaluations
+from service.driver.heldout import phase_cost as heldout_phase_cost
 from service.lifecycle import EvaluationStatus
 from service.plan import RunPlan
 
@@ -122,7 +123,7 @@ def estimate(session: Session, plan: RunPlan) -> RunEstimate:
     solve = config.models.primary("solve")
     agents = budget.max_children + 1
     heldout = plan.heldout
-    scored_heldout = min(heldout.top_k, agents) * len(heldout.tasks or []) * plan.trials if heldout else 0
+    scored_heldout = heldout_phase_cost(heldout, trials=plan.trials, agents=agents) if heldout else 0
     # Every epoch's stages and re-scorings, each task `trials` times, then the held-out phase.
     evaluations_max = most_evaluations(plan) * plan.trials + scored_heldout
     job_seconds = (

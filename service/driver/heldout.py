@@ -8,13 +8,23 @@ driver to send like any other, within the run's budget. When all are finished, e
 agent's `heldout_resolved` / `heldout_total` are set and a `heldout_finished` event names the
 best; only then does the run complete. Held-out results are never read by selection, admission
 or diagnosis (they filter on purpose `selection`).
+
+With `rounds` > 1 the phase is a race (successive halving): the tasks are sent in that many
+equal parts, and after each part but the last only the better half of the agents still in go
+on (by held-out tasks resolved so far; ties: the chosen order). Who goes on is worked out again
+each tick from the evaluations done, so a restart resumes the race where it was. An agent
+stopped early keeps its partial score, and the pick prefers agents measured on more held-out
+tasks (`service.queries.top_agents`), so a finalist is named.
 """
 
 from __future__ import annotations
 
+import math
+
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from contracts.config import HeldoutConfig
 from contracts.events import HeldoutFinished, HeldoutScore, HeldoutStarted, kind_of
 from contracts.intervals import wilson
 from service import events
@@ -51,16 +61,33 @@ def reserve(session: Session, run: Run, plan: RunPlan) -> int:
     heldout = plan.heldout
     if heldout is None or heldout.tasks is None:
         return 0
-    per_agent = len(heldout.tasks) * plan.trials
+    whole = phase_cost(heldout, trials=plan.trials)
     started = _event(session, run, STARTED)
     if started is None:
-        return heldout.top_k * per_agent
+        return whole
     chosen = list(started.payload["agents"])
     # What the phase created since it started moves from kept back to spent; what checkpoints
     # had measured before stays kept back, so spent plus kept back never falls (a stopped search
     # does not start again while the phase runs).
     created = _created(session, run, chosen) - int(started.payload.get("measured", 0))
-    return max(0, heldout.top_k * per_agent - created)
+    return max(0, whole - created)
+
+
+def phase_cost(heldout: HeldoutConfig, *, trials: int, agents: int | None = None) -> int:
+    """The held-out evaluations of the phase for `agents` chosen (default `top_k`): every task
+    for each, or with `rounds` > 1 each part of the tasks for the agents still in by then."""
+    assert heldout.tasks is not None
+    alive = heldout.top_k if agents is None else min(agents, heldout.top_k)
+    total, start = 0, 0
+    for end in round_ends(len(heldout.tasks), heldout.rounds):
+        total += alive * (end - start) * trials
+        alive, start = math.ceil(alive / 2), end
+    return total
+
+
+def round_ends(tasks: int, rounds: int) -> list[int]:
+    """Where each round's part of the held-out tasks ends (the last at `tasks`)."""
+    return [round((number + 1) * tasks / rounds) for number in range(rounds)]
 
 
 def _created(session: Session, run: Run, agents: list[str]) -> int:
@@ -76,14 +103,19 @@ def _created(session: Session, run: Run, agents: list[str]) -> int:
     )
 
 
-def scored(session: Session, run: Run, plan: RunPlan, agent_id: str) -> tuple[int, int] | None:
-    """The agent's (resolved, total) on the held-out tasks once every one is done; until then,
-    None, its missing evaluations created for the driver to send (each task `trials` times)."""
+def scored(
+    session: Session, run: Run, plan: RunPlan, agent_id: str, tasks: list[str] | None = None
+) -> tuple[int, int] | None:
+    """The agent's (resolved, total) on the held-out tasks (or those of them in `tasks`) once
+    every one is done; until then, None, its missing evaluations created for the driver to send
+    (each task `trials` times)."""
     heldout = plan.heldout
     assert heldout is not None and heldout.tasks is not None
     member = session.get(RunAgent, (run.id, agent_id))
     assert member is not None
-    slots = [(task, trial) for task in heldout.tasks for trial in range(plan.trials)]
+    slots = [
+        (task, trial) for task in (heldout.tasks if tasks is None else tasks) for trial in range(plan.trials)
+    ]
     existing = {
         (e.task_id, e.trial): e
         for e in session.scalars(
@@ -125,12 +157,8 @@ def finished(session: Session, run: Run, plan: RunPlan) -> bool:
         session.flush()
     else:
         chosen = list(started.payload["agents"])
-    counts: dict[str, tuple[int, int]] = {}
-    for agent_id in chosen:
-        result = scored(session, run, plan, agent_id)
-        if result is not None:
-            counts[agent_id] = result
-    if len(counts) < len(chosen):
+    counts = _race(session, run, plan, chosen)
+    if counts is None:
         return False
     for agent_id, result in counts.items():
         record_score(session, run, agent_id, result)
@@ -141,6 +169,28 @@ def finished(session: Session, run: Run, plan: RunPlan) -> bool:
     }
     events.emit(session, HeldoutFinished(agents=agents, best_agent_id=best), run_id=run.id)
     return True
+
+
+def _race(session: Session, run: Run, plan: RunPlan, chosen: list[str]) -> dict[str, tuple[int, int]] | None:
+    """Each chosen agent's (resolved, total) once the phase is over (partial for those stopped
+    in a round); None while a round is still being scored."""
+    heldout = plan.heldout
+    assert heldout is not None and heldout.tasks is not None
+    counts: dict[str, tuple[int, int]] = {}
+    alive = chosen
+    ends = round_ends(len(heldout.tasks), heldout.rounds)
+    for number, end in enumerate(ends):
+        results = {agent_id: scored(session, run, plan, agent_id, heldout.tasks[:end]) for agent_id in alive}
+        done = {agent_id: result for agent_id, result in results.items() if result is not None}
+        if len(done) < len(alive):
+            return None
+        counts |= done
+        if number < len(ends) - 1:
+            # Every agent still in ran the same tasks, so counts compare; ties keep the chosen order.
+            ranked = sorted(alive, key=lambda agent_id: -done[agent_id][0])
+            going_on = set(ranked[: math.ceil(len(alive) / 2)])
+            alive = [agent_id for agent_id in alive if agent_id in going_on]
+    return counts
 
 
 def _top(session: Session, run: Run, k: int) -> list[str]:

@@ -15,13 +15,14 @@ from sqlalchemy import select
 
 from benchmarks.catalog import BenchmarkCatalog
 from cli.output import run_row
-from contracts.config import RunConfig
+from contracts.config import ConfigFieldError, HeldoutConfig, RunConfig
 from contracts.intervals import wilson
 from contracts.jobs import EvaluateJob
 from contracts.records import EvaluationResult
 from service.archive.export import agent_metadata
-from service.db.models import Evaluation, Event, LLMUsage, StageScore
-from service.plan import plan_run
+from service.db.models import Evaluation, Event, LLMUsage, Run, StageScore
+from service.driver.heldout import phase_cost, reserve
+from service.plan import plan_run, stored_plan
 from service.queries import top_agents
 from tests.service.driver_world import T, World, service_over
 
@@ -302,3 +303,119 @@ def test_max_evaluations_stops_the_steps_in_time_for_the_held_out_phase(any_worl
     with world.sessions() as session:
         assert len(session.scalars(select(Evaluation).where(Evaluation.run_id == run_id)).all()) == 6
         assert top_agents(session, run_id=run_id, k=1) == [child]
+
+
+def test_a_raced_held_out_phase_sends_the_later_tasks_only_to_the_better_half(any_world: World) -> None:
+    world = any_world
+    heldout = {"tasks": T[1:], "top_k": 3, "rounds": 2}  # parts: T[1:3], then T[3:]
+    run_id = world.start(stages=[{"tasks": T[:1]}], evaluation={"heldout": heldout})
+    with world.sessions() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        plan = stored_plan(run)
+        # 3 agents x 2 tasks, then 2 agents x 1 task: what is kept back from the budget.
+        assert reserve(session, run, plan) == 8
+    answer_all(world, {T[0]})  # the seed
+    agents = [world.seed]
+    for _ in range(2):
+        world.driver.tick()
+        improve, _ = world.outbox.take()
+        agents.append(world.make_child(improve[0]))
+        answer_all(world, {T[0]})
+    seed, first, second = agents
+    world.driver.tick()  # every child admitted: the race's first round goes out to all three
+    _, round_one = world.outbox.take()
+    assert sorted((job.agent_id, job.task_id) for job in round_one) == sorted(
+        (agent, task) for agent in agents for task in T[1:3]
+    )
+    wins = {seed: 0, first: 1, second: 2}  # held-out tasks each resolves in round one
+    for job in round_one:
+        world.answer(job, resolved=T[1:3].index(job.task_id) < wins[job.agent_id])
+    world.driver.tick()
+    _, round_two = world.outbox.take()
+    assert sorted(job.agent_id for job in round_two) == sorted([first, second])  # the seed stopped
+    assert {job.task_id for job in round_two} == {T[3]}
+    assert world.run(run_id).status == "running"
+    for job in round_two:
+        world.answer(job, resolved=job.agent_id == first)
+    world.driver.tick()
+    assert world.run(run_id).status == "completed"
+    scores = {
+        a: (world.member(run_id, a).heldout_resolved, world.member(run_id, a).heldout_total) for a in agents
+    }
+    assert scores == {seed: (0, 2), first: (2, 3), second: (2, 3)}
+    with world.sessions() as session:
+        finished = session.scalars(
+            select(Event).where(Event.run_id == run_id, Event.kind == "heldout_finished")
+        ).one()
+        assert {a: s["total"] for a, s in finished.payload["agents"].items()} == {
+            seed: 2,
+            first: 3,
+            second: 3,
+        }
+        # first and second tie at 2 of 3: the earlier (the chosen order) is named.
+        assert finished.payload["best_agent_id"] == first
+        assert top_agents(session, run_id=run_id, k=3) == [first, second, seed]
+        assert reserve(session, run, plan) == 0
+
+
+def test_an_agent_stopped_early_in_the_race_is_never_named_over_a_finalist(any_world: World) -> None:
+    world = any_world
+    run_id = world.start(
+        stages=[{"tasks": T[:1]}], evaluation={"heldout": {"tasks": T[1:], "top_k": 3, "rounds": 2}}
+    )
+    answer_all(world, {T[0]})
+    agents = [world.seed]
+    for _ in range(2):
+        world.driver.tick()
+        improve, _ = world.outbox.take()
+        agents.append(world.make_child(improve[0]))
+        answer_all(world, {T[0]})
+    world.driver.tick()
+    _, round_one = world.outbox.take()
+    for job in round_one:
+        world.answer(job, resolved=True)  # a three-way tie: the chosen order decides who goes on
+    world.driver.tick()
+    _, round_two = world.outbox.take()
+    stopped = next(a for a in agents if a not in {job.agent_id for job in round_two})
+    for job in round_two:
+        world.answer(job, resolved=False)
+    world.driver.tick()
+    # 2 of 2 has a higher lower bound than 2 of 3, but the finalists were measured on more tasks.
+    assert wilson(2, 2)[0] > wilson(2, 3)[0]
+    with world.sessions() as session:
+        assert top_agents(session, run_id=run_id, k=3)[-1] == stopped
+
+
+def test_a_race_needs_a_task_for_each_round() -> None:
+    config = RunConfig.model_validate(
+        {
+            "seed_agent": "a" * 40,
+            "stages": [{"subset": "mini-5"}],
+            "evaluation": {"heldout": {"sample": 2, "rounds": 3}},
+        }
+    )
+    with pytest.raises(ConfigFieldError, match="2 held-out tasks cannot be sent in 3 rounds") as caught:
+        plan_run(config, catalog=BenchmarkCatalog(), visibility_timeout_s=10**6)
+    assert caught.value.field.startswith("evaluation.heldout")
+    with pytest.raises(ValueError, match="'rounds' \\(3\\) needs at least as many tasks \\(2\\)"):
+        RunConfig.model_validate(
+            {"seed_agent": "a" * 40, "evaluation": {"heldout": {"tasks": ["t1", "t2"], "rounds": 3}}}
+        )
+
+
+@pytest.mark.parametrize(
+    ("top_k", "tasks", "rounds", "agents", "cost"),
+    [
+        (2, 30, 1, None, 60),  # every chosen agent on every task
+        (8, 30, 3, None, 8 * 10 + 4 * 10 + 2 * 10),
+        (3, 3, 2, None, 3 * 2 + 2 * 1),  # parts of 2 and 1 tasks
+        (8, 30, 3, 3, 3 * 10 + 2 * 10 + 1 * 10),  # only 3 agents to choose from
+    ],
+)
+def test_the_held_out_phase_costs_each_round_for_the_agents_still_in(
+    top_k: int, tasks: int, rounds: int, agents: int | None, cost: int
+) -> None:
+    config = HeldoutConfig(tasks=[f"t{i}" for i in range(tasks)], top_k=top_k, rounds=rounds)
+    assert phase_cost(config, trials=1, agents=agents) == cost
+    assert phase_cost(config, trials=2, agents=agents) == 2 * cost
