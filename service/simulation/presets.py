@@ -39,6 +39,8 @@ class Preset:
     # (tasks, top_k): the run stops opening steps in time to re-score its top_k agents on this
     # many held-out tasks within the budget, and names its best by the held-out lower bound.
     heldout: tuple[int, int] | None = None
+    # >1: the held-out phase is raced in that many rounds (successive halving of the top_k).
+    heldout_rounds: int = 1
     # The share of the budget the run itself is given (its `budget.max_evaluations`; needs
     # `heldout`): it ends there and spends nothing more, so its final pick counts from then on.
     budget_share: float = 1.0
@@ -78,7 +80,8 @@ class Preset:
         if self.evaluation.get("policy"):
             text += f", {self.evaluation['policy']} policy"
         if self.heldout is not None:
-            text += f", held-out {self.heldout[0]} (top {self.heldout[1]})"
+            text += f", held-out {self.heldout[0]} (top {self.heldout[1]}"
+            text += f", halved in {self.heldout_rounds} rounds)" if self.heldout_rounds > 1 else ")"
         if self.budget_share != 1.0:
             text += f", {self.budget_share:.0%} of the budget"
         return text

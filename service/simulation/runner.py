@@ -139,7 +139,11 @@ def run_config(preset: Preset, seed_agent: str, stages: list[list[str]], seed: i
     limits: dict[str, Any] = {"max_children": 1_000_000}
     evaluation: dict[str, Any] = dict(preset.evaluation)
     if preset.heldout is not None:
-        evaluation["heldout"] = {"tasks": stages[-1], "top_k": preset.heldout[1]}
+        evaluation["heldout"] = {
+            "tasks": stages[-1],
+            "top_k": preset.heldout[1],
+            "rounds": preset.heldout_rounds,
+        }
         # Steps stop in time for the held-out phase and the steps in flight to fit the budget.
         limits["max_evaluations"] = max(1, own_budget(preset, budget) - preset.margin())
     elif preset.budget_in_config:
