@@ -22,9 +22,10 @@ from contracts.records import EvaluationResult
 from service.archive.export import agent_metadata
 from service.db.models import Evaluation, Event, LLMUsage, Run, StageScore
 from service.driver.heldout import phase_cost, reserve
+from service.driver.loop import RunDriver
 from service.plan import plan_run, stored_plan
 from service.queries import top_agents
-from tests.service.driver_world import T, World, service_over
+from tests.service.driver_world import RecordingDispatcher, T, World, service_over
 
 
 def evaluations(world: World, run_id: str, agent_id: str) -> list[Evaluation]:
@@ -419,3 +420,36 @@ def test_the_held_out_phase_costs_each_round_for_the_agents_still_in(
     config = HeldoutConfig(tasks=[f"t{i}" for i in range(tasks)], top_k=top_k, rounds=rounds)
     assert phase_cost(config, trials=1, agents=agents) == cost
     assert phase_cost(config, trials=2, agents=agents) == 2 * cost
+
+
+def test_a_restarted_service_resumes_the_race_where_it_was(any_world: World) -> None:
+    world = any_world
+    run_id = world.start(
+        stages=[{"tasks": T[:1]}], evaluation={"heldout": {"tasks": T[1:], "top_k": 3, "rounds": 2}}
+    )
+    answer_all(world, {T[0]})
+    agents = [world.seed]
+    for _ in range(2):
+        world.driver.tick()
+        improve, _ = world.outbox.take()
+        agents.append(world.make_child(improve[0]))
+        answer_all(world, {T[0]})
+    world.driver.tick()
+    _, round_one = world.outbox.take()
+    losing = agents[1]
+    for job in round_one:
+        world.answer(job, resolved=job.agent_id != losing)
+    # The service dies before its next tick; a new driver knows only what the database holds.
+    world.outbox = RecordingDispatcher()
+    world.driver = RunDriver(sessions=world.sessions, dispatcher=world.outbox, interval_s=0.1)
+    world.driver.tick()
+    world.driver.tick()  # a second tick sends nothing twice
+    _, round_two = world.outbox.take()
+    assert sorted((job.agent_id, job.task_id) for job in round_two) == sorted(
+        (agent, T[3]) for agent in agents if agent != losing
+    )
+    for job in round_two:
+        world.answer(job, resolved=True)
+    world.driver.tick()
+    assert world.run(run_id).status == "completed"
+    assert world.member(run_id, losing).heldout_total == 2
