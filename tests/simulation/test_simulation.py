@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from contracts.config import ConfigFieldError
+from contracts.intervals import wilson
 from service.simulation.landscape import LANDSCAPES, Landscape, LandscapeConfig, Mutation, true_score
 from service.simulation.presets import PRESETS
 from service.simulation.runner import simulate
@@ -51,6 +52,18 @@ def test_the_budget_is_spent_exactly_and_counted_from_the_database() -> None:
     assert 0.0 < result.final.picked <= result.final.best <= 1.0
     # Until anything is admitted the run's pick is its seed.
     assert all(s.picked == result.seed_score for s in result.samples if s.evaluations < 10)
+
+
+def test_a_raced_held_out_phase_fits_the_half_budget_and_names_a_finalist() -> None:
+    preset = PRESETS["clade-raced/2"]
+    assert preset.heldout == (24, 8) and preset.heldout_rounds == 3
+    result = simulate(preset, SMALL, seed=2, budget=800)
+    # The run is told 400 and its steps stop in time for the race (112 evaluations) to fit.
+    assert 400 - preset.margin() <= result.evaluations <= 400
+    assert result.heldout_bounds is not None
+    # The named best is a finalist: its bounds are those of some count out of all 24 tasks.
+    assert any(result.heldout_bounds == pytest.approx(wilson(k, 24)) for k in range(25))
+    assert 0.0 < result.final.picked <= result.final.best
 
 
 def test_the_seed_scores_what_the_landscape_says() -> None:
