@@ -30,6 +30,12 @@ def sim(
     seeds: Annotated[
         int | None, typer.Option(min=1, help="Seeds per preset and landscape [default: 2; --full: 40].")
     ] = None,
+    first_seed: Annotated[
+        int,
+        typer.Option(
+            min=0, help="The first seed: seeds run from here (a recipe chosen on 0-39 checked on others)."
+        ),
+    ] = 0,
     budget: Annotated[
         int, typer.Option(min=100, help="B: task evaluations per run (a /2 preset gets B/2).")
     ] = 2000,
@@ -97,7 +103,8 @@ def sim(
         err_console.print(f"[yellow]not run: {name}: {reason}[/yellow]", highlight=False)
     runnable = [p for p in chosen if p.available]
     count = seeds if seeds is not None else FULL_SEEDS if full else 2
-    work = [Job(p.name, land, seed, budget) for land in landscapes for p in runnable for seed in range(count)]
+    seed_range = range(first_seed, first_seed + count)
+    work = [Job(p.name, land, seed, budget) for land in landscapes for p in runnable for seed in seed_range]
 
     started = time.perf_counter()
 
