@@ -306,16 +306,15 @@ def test_max_evaluations_stops_the_steps_in_time_for_the_held_out_phase(any_worl
         assert top_agents(session, run_id=run_id, k=1) == [child]
 
 
-def test_a_raced_held_out_phase_sends_the_later_tasks_only_to_the_better_half(any_world: World) -> None:
-    world = any_world
-    heldout = {"tasks": T[1:], "top_k": 3, "rounds": 2}  # parts: T[1:3], then T[3:]
-    run_id = world.start(stages=[{"tasks": T[:1]}], evaluation={"heldout": heldout})
-    with world.sessions() as session:
-        run = session.get(Run, run_id)
-        assert run is not None
-        plan = stored_plan(run)
-        # 3 agents x 2 tasks, then 2 agents x 1 task: what is kept back from the budget.
-        assert reserve(session, run, plan) == 8
+def start_a_raced_run(world: World) -> str:
+    """A run whose top 3 race on T[1:] in 2 rounds (parts T[1:3], then T[3:])."""
+    return world.start(
+        stages=[{"tasks": T[:1]}], evaluation={"heldout": {"tasks": T[1:], "top_k": 3, "rounds": 2}}
+    )
+
+
+def admit_three_racers(world: World) -> tuple[list[str], list[EvaluateJob]]:
+    """The seed and two children admitted (seed first), and the race's first round, sent."""
     answer_all(world, {T[0]})  # the seed
     agents = [world.seed]
     for _ in range(2):
@@ -323,9 +322,22 @@ def test_a_raced_held_out_phase_sends_the_later_tasks_only_to_the_better_half(an
         improve, _ = world.outbox.take()
         agents.append(world.make_child(improve[0]))
         answer_all(world, {T[0]})
-    seed, first, second = agents
     world.driver.tick()  # every child admitted: the race's first round goes out to all three
     _, round_one = world.outbox.take()
+    return agents, round_one
+
+
+def test_a_raced_held_out_phase_sends_the_later_tasks_only_to_the_better_half(any_world: World) -> None:
+    world = any_world
+    run_id = start_a_raced_run(world)
+    with world.sessions() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        plan = stored_plan(run)
+        # 3 agents x 2 tasks, then 2 agents x 1 task: what is kept back from the budget.
+        assert reserve(session, run, plan) == 8
+    agents, round_one = admit_three_racers(world)
+    seed, first, second = agents
     assert sorted((job.agent_id, job.task_id) for job in round_one) == sorted(
         (agent, task) for agent in agents for task in T[1:3]
     )
@@ -362,18 +374,8 @@ def test_a_raced_held_out_phase_sends_the_later_tasks_only_to_the_better_half(an
 
 def test_an_agent_stopped_early_in_the_race_is_never_named_over_a_finalist(any_world: World) -> None:
     world = any_world
-    run_id = world.start(
-        stages=[{"tasks": T[:1]}], evaluation={"heldout": {"tasks": T[1:], "top_k": 3, "rounds": 2}}
-    )
-    answer_all(world, {T[0]})
-    agents = [world.seed]
-    for _ in range(2):
-        world.driver.tick()
-        improve, _ = world.outbox.take()
-        agents.append(world.make_child(improve[0]))
-        answer_all(world, {T[0]})
-    world.driver.tick()
-    _, round_one = world.outbox.take()
+    run_id = start_a_raced_run(world)
+    agents, round_one = admit_three_racers(world)
     for job in round_one:
         world.answer(job, resolved=True)  # a three-way tie: the chosen order decides who goes on
     world.driver.tick()
@@ -424,18 +426,8 @@ def test_the_held_out_phase_costs_each_round_for_the_agents_still_in(
 
 def test_a_restarted_service_resumes_the_race_where_it_was(any_world: World) -> None:
     world = any_world
-    run_id = world.start(
-        stages=[{"tasks": T[:1]}], evaluation={"heldout": {"tasks": T[1:], "top_k": 3, "rounds": 2}}
-    )
-    answer_all(world, {T[0]})
-    agents = [world.seed]
-    for _ in range(2):
-        world.driver.tick()
-        improve, _ = world.outbox.take()
-        agents.append(world.make_child(improve[0]))
-        answer_all(world, {T[0]})
-    world.driver.tick()
-    _, round_one = world.outbox.take()
+    run_id = start_a_raced_run(world)
+    agents, round_one = admit_three_racers(world)
     losing = agents[1]
     for job in round_one:
         world.answer(job, resolved=job.agent_id != losing)
