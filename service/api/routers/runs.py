@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import PlainTextResponse, StreamingResponse
@@ -50,6 +50,28 @@ class JSONLinesResponse(PlainTextResponse):
 
     media_type = "application/jsonl"
 
+
+# Both bodies `run_predictions` can send: JSON lines by default, a JSON list for SWE-bench Pro.
+PREDICTIONS_RESPONSE: dict[int | str, dict[str, Any]] = {
+    status.HTTP_200_OK: {
+        "description": "The predictions file",
+        "content": {
+            "application/jsonl": {"schema": {"type": "string"}},
+            "application/json": {
+                "schema": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["instance_id", "patch", "prefix"],
+                        "properties": {
+                            name: {"type": "string"} for name in ("instance_id", "patch", "prefix")
+                        },
+                    },
+                }
+            },
+        },
+    }
+}
 
 Limit = Annotated[int, Query(ge=1, le=1000)]
 Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET)]
@@ -231,7 +253,7 @@ def run_experience(
     "/{run_id}/predictions",
     dependencies=[Reader],
     response_class=JSONLinesResponse,
-    responses=error_responses(404),
+    responses={**PREDICTIONS_RESPONSE, **error_responses(404)},
 )
 def run_predictions(
     run_id: str,
