@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import statistics
@@ -104,6 +105,24 @@ def test_with_clusters_a_gain_lands_on_one_cluster_only() -> None:
     assert statistics.fmean(inside) > 1.0  # the shift times cluster_gain
     assert abs(statistics.fmean(outside)) < 0.05  # jitter only
     assert landscape.mutate(parent, replace(gain, kind=Mutation.NOOP), rng) is parent
+
+
+def test_first_seed_runs_other_seeds_than_the_default_ones(tmp_path: Path) -> None:
+    def seeds_run(*extra: str) -> dict[int, float]:
+        out = tmp_path / f"out{len(list(tmp_path.iterdir()))}"
+        args = ["sim", "--seeds", "2", "--budget", "300", "--landscape", "default", "--preset", "hgm"]
+        result = CliRunner().invoke(app, [*args, "--jobs", "1", "--out", str(out), *extra])
+        assert result.exit_code == 0, result.output
+        saved = json.loads((out / "runs.json").read_text())["results"]
+        return {r["seed"]: r["samples"][-1]["picked"] for r in saved if r["preset"] == "hgm"}
+
+    default, moved = seeds_run(), seeds_run("--first-seed", "5")
+    assert sorted(default) == [0, 1] and sorted(moved) == [5, 6]
+    # Other seeds are other landscapes, not the same runs relabelled.
+    assert list(default.values()) != list(moved.values())
+    refused = CliRunner().invoke(app, ["sim", "--first-seed", "-1", "--out", str(tmp_path / "never")])
+    assert refused.exit_code != 0 and "--first-seed" in refused.output
+    assert not (tmp_path / "never").exists()
 
 
 def test_the_command_writes_its_tables_and_plots_only_into_a_folder_of_its_own(
