@@ -12,9 +12,10 @@ program of the agent's that the verifier ran cannot write a reward after it. Ver
 - resolved: the verifier exited 0 and wrote a valid reward of at least `pass_reward`;
 - not resolved: a timeout, a non-zero exit (a crash), no valid reward (`reward.py`), or a
   reward below `pass_reward`;
-- tampered: a reward file written after the verifier's command returned (the kill above makes
-  that a second line of defence), a full reward beside the verifier's own CTRF report of failed
-  tests, or an agent's diff that names the reward folder or files (`reaches_verifier_logs`).
+- tampered: a reward file written after the verifier exited (after the marker the sweep makes
+  in the reward folder: a second line of defence behind the kill), a full reward beside the
+  verifier's own CTRF report of failed tests, or an agent's diff that names the reward folder
+  or files (`reaches_verifier_logs`).
 What no grader of this layout can tell: the agent's code, run by the verifier, writing the
 reward file while the verifier runs (docs/harbor.md says so).
 """
@@ -29,7 +30,7 @@ from pathlib import Path
 from benchmarks.base import GradeReport, Task, TestGroupResult, TestStatus
 from benchmarks.harbor.layout import HarborTask
 from benchmarks.harbor.reward import REWARD_JSON, REWARD_TXT, read_reward
-from benchmarks.write_watch import WriteWatch
+from benchmarks.write_watch import Change, WriteWatch
 from sandbox.base import LABEL_PREFIX, Mount, SandboxBackend, SandboxSpec
 from sandbox.ownership import make_world_writable
 
@@ -39,9 +40,14 @@ LOGS_MOUNT = "/logs/verifier"
 # it (the sandbox's init and keeper) and this shell, swept until none is left, so that nothing
 # the agent's code started can write a reward afterwards. A process cannot be older than the
 # keeper, whatever it calls itself.
+# Before the sweep, a marker file is made and removed in the reward folder: a reward written
+# after it in the kernel's record of the folder came from a process the verifier left behind,
+# even one that wrote while the sweep was still looking for it.
+EXITED_MARKER = ".clade-verifier-exited"
 _SWEEP = (
     'before=" "; for d in /proc/[0-9]*; do before+="${d#/proc/} "; done; '
     f"/bin/bash {TESTS_MOUNT}/test.sh; status=$?; "
+    f": > {LOGS_MOUNT}/{EXITED_MARKER} 2>/dev/null; rm -f {LOGS_MOUNT}/{EXITED_MARKER}; "
     "for ((round = 0; round < 100; round++)); do left=0; "
     'for d in /proc/[0-9]*; do p="${d#/proc/}"; '
     '[[ "$p" == "$$" || "$before" == *" $p "* ]] && continue; kill -9 "$p" 2>/dev/null && left=1; done; '
@@ -101,7 +107,7 @@ def run_verifier(
             while_running = len(watch.changes())
         finally:
             sandbox.close()  # every process the verifier left is gone before the folder is read
-        late = [c.name for c in watch.changes()[while_running:] if c.name in (REWARD_TXT, REWARD_JSON)]
+        late = late_reward_writes(watch.changes(), while_running)
     reward = read_reward(logs)
     tampered = None
     if late and not run.timed_out:
@@ -140,6 +146,15 @@ def run_verifier(
         tampered=tampered,
         reward=reward.value if tampered is None else None,
     )
+
+
+def late_reward_writes(changes: list[Change], while_running: int) -> list[str]:
+    """The reward files changed after the verifier exited: after the sweep's marker was made,
+    or if it never was (the folder refused it), after the first `while_running` changes."""
+    exited = next(
+        (n for n, c in enumerate(changes) if c.name == EXITED_MARKER and c.kind == "create"), while_running
+    )
+    return [c.name for c in changes[exited:] if c.name in (REWARD_TXT, REWARD_JSON)]
 
 
 def reaches_verifier_logs(diff: str) -> str | None:

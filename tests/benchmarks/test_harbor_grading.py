@@ -13,6 +13,8 @@ from benchmarks.base import BenchmarkError, GradeReport, find_task
 from benchmarks.check import TaskCheck, check_benchmark
 from benchmarks.gitops import git_ok
 from benchmarks.harbor import HarborBenchmark, HarborOptions
+from benchmarks.harbor.verify import EXITED_MARKER, late_reward_writes
+from benchmarks.write_watch import Change
 from sandbox.base import SandboxBackend
 from tests.images import HARBOR_FIXTURE, HARBOR_FROM, harbor_fixture
 
@@ -110,9 +112,13 @@ def test_a_program_that_would_write_the_reward_after_the_verifier_exits_is_kille
         "print(0)\n",
     )
     report = grade(harbor, docker_backend, "sum-program", forged)
-    # Killed with everything else the verifier left: the verifier's own reward stands.
-    assert (report.resolved, report.reward, report.tampered) == (False, 0.0, None)
-    assert report.reason == "not resolved: reward 0 (resolved at 1)"
+    assert not report.resolved
+    if report.tampered is None:
+        # Killed with everything else the verifier left: the verifier's own reward stands.
+        assert (report.reward, report.reason) == (0.0, "not resolved: reward 0 (resolved at 1)")
+    else:
+        # It wrote between the verifier's exit and the sweep (a busy machine): seen as late.
+        assert "was written after the verifier exited" in report.tampered, report.tampered
 
 
 def test_a_diff_that_names_the_reward_file_is_tampered_without_running_the_verifier(
@@ -174,3 +180,15 @@ def test_a_from_image_the_engine_lacks_is_not_pulled(
     (only,) = benchmark.tasks()
     with pytest.raises(BenchmarkError, match="offline: no network, no pulls"):
         benchmark.check_environment(only, backend)
+
+
+def test_a_reward_written_after_the_exit_marker_is_late_even_while_the_sweep_runs() -> None:
+    verifier_wrote = [Change("reward.txt", "create"), Change("reward.txt", "close_write")]
+    marker = [Change(EXITED_MARKER, "create"), Change(EXITED_MARKER, "delete")]
+    forged = [Change("reward.txt", "modify"), Change("reward.txt", "close_write")]
+    # All of it came before the verifier's command returned (the sweep was still running).
+    changes = verifier_wrote + marker + forged
+    assert late_reward_writes(changes, while_running=len(changes)) == ["reward.txt", "reward.txt"]
+    assert late_reward_writes(verifier_wrote + marker, while_running=4) == []
+    # No marker (the folder refused it): the command's return is the cut-off, as before.
+    assert late_reward_writes(verifier_wrote + forged, while_running=2) == ["reward.txt", "reward.txt"]
