@@ -10,8 +10,9 @@ tests mounted read-only at /tests and a host folder at /logs/verifier, watched w
 sandbox lives. The moment it exits, every process it left behind is killed (`VERIFIER`): a
 program of the agent's that the verifier ran cannot write a reward after it. Verdicts:
 - resolved: the verifier exited 0 and wrote a valid reward of at least `pass_reward`;
-- not resolved: a timeout, a non-zero exit (a crash), no valid reward (`reward.py`), or a
-  reward below `pass_reward`;
+- not resolved: a timeout, a non-zero exit (a crash), no valid reward (`reward.py`), a
+  reward below `pass_reward`, or a record of the reward folder the kernel could not keep whole
+  (so many changes that its queue overflowed: a late write could hide among the lost ones);
 - tampered: a reward file written after the verifier exited (after the marker the sweep makes
   in the reward folder: a second line of defence behind the kill), a full reward beside the
   verifier's own CTRF report of failed tests, or an agent's diff that names the reward folder
@@ -107,7 +108,9 @@ def run_verifier(
             while_running = len(watch.changes())
         finally:
             sandbox.close()  # every process the verifier left is gone before the folder is read
-        late = late_reward_writes(watch.changes(), while_running)
+        changes = watch.changes()
+    late = late_reward_writes(changes, while_running)
+    lost = record_lost(changes)
     reward = read_reward(logs)
     tampered = None
     if late and not run.timed_out:
@@ -116,6 +119,9 @@ def run_verifier(
         tampered = reward.forged
     if tampered is not None:
         resolved, reason = False, f"tampered: {tampered}"
+    elif lost:
+        # Fails closed: when the reward was written cannot be told, so it is not believed.
+        resolved, reason = False, f"not resolved: {RECORD_LOST}"
     elif run.timed_out:
         resolved, reason = False, f"not resolved: the verifier timed out after {limits.timeout_s:g}s"
     elif run.exit_code != 0:
@@ -144,8 +150,20 @@ def run_verifier(
         duration_s=time.monotonic() - started,
         dropped_for_grading=dropped,
         tampered=tampered,
-        reward=reward.value if tampered is None else None,
+        reward=reward.value if tampered is None and not lost else None,
     )
+
+
+RECORD_LOST = (
+    "the kernel's record of the reward folder overflowed (too many changes while the verifier ran), "
+    "so whether the reward was written after the verifier exited cannot be told"
+)
+
+
+def record_lost(changes: list[Change]) -> bool:
+    """Whether the kernel dropped changes of the folder (its queue overflowed): the marker and a
+    late reward write may be among them."""
+    return any(c.kind == "overflow" for c in changes)
 
 
 def late_reward_writes(changes: list[Change], while_running: int) -> list[str]:

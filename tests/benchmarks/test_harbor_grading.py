@@ -13,8 +13,8 @@ from benchmarks.base import BenchmarkError, GradeReport, find_task
 from benchmarks.check import TaskCheck, check_benchmark
 from benchmarks.gitops import git_ok
 from benchmarks.harbor import HarborBenchmark, HarborOptions
-from benchmarks.harbor.verify import EXITED_MARKER, late_reward_writes
-from benchmarks.write_watch import Change
+from benchmarks.harbor.verify import EXITED_MARKER, RECORD_LOST, late_reward_writes, record_lost
+from benchmarks.write_watch import Change, WriteWatch
 from sandbox.base import SandboxBackend
 from tests.images import HARBOR_FIXTURE, HARBOR_FROM, harbor_fixture
 
@@ -119,6 +119,47 @@ def test_a_program_that_would_write_the_reward_after_the_verifier_exits_is_kille
     else:
         # It wrote between the verifier's exit and the sweep (a busy machine): seen as late.
         assert "was written after the verifier exited" in report.tampered, report.tampered
+
+
+# More changes than the kernel queues for one watch (fs.inotify.max_queued_events), with room.
+QUEUED = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+FLOOD = QUEUED + 1_000
+
+
+def test_a_flood_of_changes_overflows_the_kernels_record_and_says_so(tmp_path: Path) -> None:
+    with WriteWatch(tmp_path) as watch:
+        # Two files in turn: the kernel merges a change only with an identical one just before it.
+        with open(tmp_path / "a", "wb", buffering=0) as a, open(tmp_path / "b", "wb", buffering=0) as b:
+            for _ in range(FLOOD // 2 + 1):
+                a.write(b"x")
+                b.write(b"x")
+        (tmp_path / "reward.txt").write_text("1")  # lost: the queue is full
+        changes = watch.changes()
+    assert record_lost(changes)
+    assert len(changes) <= QUEUED + 1 and "reward.txt" not in {c.name for c in changes}
+    assert not record_lost(changes[:-1])
+
+
+def test_a_right_program_that_floods_the_reward_folder_is_not_believed(
+    harbor: HarborBenchmark, docker_backend: tuple[SandboxBackend, str]
+) -> None:
+    # A generic payload against the record of late writes: the agent's program, run by the
+    # verifier, floods the reward folder so that the kernel drops what comes next (the marker, a
+    # late reward). Its answer is right, yet the verdict cannot be trusted, so it fails closed.
+    flooding = new_file(
+        "total.py",
+        "import os, sys\n"
+        "folder = os.path.join(os.sep, 'lo' + 'gs', 'veri' + 'fier')\n"
+        "a = open(os.path.join(folder, 'a'), 'wb', buffering=0)\n"
+        "b = open(os.path.join(folder, 'b'), 'wb', buffering=0)\n"
+        f"for _ in range({FLOOD // 2 + 1}):\n"
+        "    a.write(b'x')\n"
+        "    b.write(b'x')\n"
+        "print(sum(int(line) for line in open(sys.argv[1]) if line.strip()))\n",
+    )
+    report = grade(harbor, docker_backend, "sum-program", flooding)
+    assert (report.resolved, report.reason, report.reward) == (False, f"not resolved: {RECORD_LOST}", None)
+    assert report.tampered is None
 
 
 def test_a_diff_that_names_the_reward_file_is_tampered_without_running_the_verifier(
