@@ -256,7 +256,7 @@ RACING = {
 
 
 def assert_stops_recorded_once(cluster: ChaosCluster, run_id: str) -> None:
-    """One stage_stopped event per agent and stage, matching its row; some child stopped early."""
+    """One stage_stopped event per agent and stage, matching its row and its tasks."""
     engine = create_engine(cluster.database_url)
     try:
         with Session(engine) as session:
@@ -277,7 +277,12 @@ def assert_stops_recorded_once(cluster: ChaosCluster, run_id: str) -> None:
     assert evaluated and all(m.race_stop is not None for m in evaluated), [
         (m.agent_id, m.race_stop) for m in members
     ]
-    assert any(e.payload["tasks"] < e.payload["stage_tasks"] for e in events), [e.payload for e in events]
+    # Whether a child is measured at all depends on where the kills fall (a killed edit may leave
+    # none), so an early stop is not demanded here; test_evolution shows one without chaos. What
+    # must hold either way: only a stage every task of which is in ends as stage_complete.
+    for event in events:
+        complete = event.payload["tasks"] == event.payload["stage_tasks"]
+        assert (event.payload["reason"] == "stage_complete") == complete, event.payload
 
 
 @pytest.mark.parametrize("parallelism", [1, 4])
