@@ -236,6 +236,11 @@ class HeldoutConfig(StrictModel):
     `rounds` > 1 races the phase (successive halving): the tasks are sent in that many equal
     parts, and after each part but the last only the better half of the agents still in (by
     held-out tasks resolved so far) go on. More agents can then be looked at for the same cost.
+
+    `choose` says how the `top_k` are chosen: by their own selection score (`score`), or by
+    `family`, their selection results pooled with their parent's and children's at half
+    weight (a child is its parent's code plus one edit, so its tasks say something about the
+    parent; with few tasks per agent this picks fewer lucky ones, docs/configuration.md).
     """
 
     tasks: list[Annotated[str, Field(min_length=1)]] | None = None
@@ -243,6 +248,7 @@ class HeldoutConfig(StrictModel):
     sample: int | None = Field(default=None, ge=1)
     top_k: int = Field(default=3, ge=1, le=100)
     rounds: int = Field(default=1, ge=1, le=10)
+    choose: Literal["score", "family"] = "score"
 
     @model_validator(mode="after")
     def _one_source(self) -> HeldoutConfig:

@@ -29,6 +29,7 @@ from contracts.events import HeldoutFinished, HeldoutScore, HeldoutStarted, kind
 from contracts.intervals import wilson
 from service import events
 from service.db.models import Evaluation, Event, Run, RunAgent
+from service.driver.family import Scored, family_estimates
 from service.driver.reuse import HELDOUT, create_evaluations
 from service.lifecycle import EvaluationStatus, MemberStatus
 from service.plan import RunPlan
@@ -150,7 +151,7 @@ def finished(session: Session, run: Run, plan: RunPlan) -> bool:
         return True
     started = _event(session, run, STARTED)
     if started is None:
-        chosen = _top(session, run, heldout.top_k)
+        chosen = _top(session, run, heldout.top_k, family=heldout.choose == "family")
         measured = _created(session, run, chosen)
         started_now = HeldoutStarted(agents=chosen, tasks=list(heldout.tasks), measured=measured)
         events.emit(session, started_now, run_id=run.id)
@@ -193,19 +194,29 @@ def _race(session: Session, run: Run, plan: RunPlan, chosen: list[str]) -> dict[
     return counts
 
 
-def _top(session: Session, run: Run, k: int) -> list[str]:
-    return list(
-        session.scalars(
-            select(RunAgent.agent_id)
-            .where(
-                RunAgent.run_id == run.id,
-                RunAgent.status == MemberStatus.ADMITTED,
-                RunAgent.score.is_not(None),
-            )
-            .order_by(RunAgent.score.desc(), RunAgent.created_at, RunAgent.agent_id)
-            .limit(k)
+def _top(session: Session, run: Run, k: int, *, family: bool) -> list[str]:
+    """The `k` admitted agents by selection score, or by family estimate (`service.driver.family`)."""
+    admitted = session.scalars(
+        select(RunAgent)
+        .where(
+            RunAgent.run_id == run.id,
+            RunAgent.status == MemberStatus.ADMITTED,
+            RunAgent.score.is_not(None),
         )
+        .order_by(RunAgent.score.desc(), RunAgent.created_at, RunAgent.agent_id)
+    ).all()
+    if not family:
+        return [member.agent_id for member in admitted[:k]]
+    # Rejected and unscored members are no candidates but still family: their results count.
+    everyone = session.scalars(
+        select(RunAgent).where(RunAgent.run_id == run.id, RunAgent.attempted.is_not(None))
+    ).all()
+    estimates = family_estimates(
+        [Scored(m.agent_id, m.parent_id, m.resolved or 0, m.attempted or 0) for m in everyone]
     )
+    # A stable sort: ties keep the score order.
+    ranked = sorted(admitted, key=lambda member: -estimates.get(member.agent_id, member.score or 0.0))
+    return [member.agent_id for member in ranked[:k]]
 
 
 def _event(session: Session, run: Run, kind: str) -> Event | None:

@@ -41,6 +41,8 @@ class Preset:
     heldout: tuple[int, int] | None = None
     # >1: the held-out phase is raced in that many rounds (successive halving of the top_k).
     heldout_rounds: int = 1
+    # How the held-out phase's top_k are chosen (contracts.config.HeldoutConfig.choose).
+    heldout_choose: str = "score"
     # The share of the budget the run itself is given (its `budget.max_evaluations`; needs
     # `heldout`): it ends there and spends nothing more, so its final pick counts from then on.
     budget_share: float = 1.0
@@ -80,7 +82,8 @@ class Preset:
         if self.evaluation.get("policy"):
             text += f", {self.evaluation['policy']} policy"
         if self.heldout is not None:
-            text += f", held-out {self.heldout[0]} (top {self.heldout[1]}"
+            chosen = " by family" if self.heldout_choose != "score" else ""
+            text += f", held-out {self.heldout[0]} (top {self.heldout[1]}{chosen}"
             text += f", halved in {self.heldout_rounds} rounds)" if self.heldout_rounds > 1 else ")"
         if self.budget_share != 1.0:
             text += f", {self.budget_share:.0%} of the budget"
@@ -130,6 +133,14 @@ _FULL: tuple[Preset, ...] = (
         "hgm",
         heldout=(24, 8),
         heldout_rounds=3,
+    ),
+    Preset(
+        "clade-family",
+        "clade, its held-out top 2 chosen by their family's results (own, parent's, children's)",
+        (SimStage(10),),
+        "hgm",
+        heldout=(30, 2),
+        heldout_choose="family",
     ),
     Preset("hgm", "DGM stages, Thompson sampling on clade results (HGM's parent rule)", DGM_STAGES, "hgm"),
     Preset("hgm-lean", "HGM selection, a second stage of 20 tasks", LEAN_STAGES, "hgm"),

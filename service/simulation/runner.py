@@ -143,6 +143,7 @@ def run_config(preset: Preset, seed_agent: str, stages: list[list[str]], seed: i
             "tasks": stages[-1],
             "top_k": preset.heldout[1],
             "rounds": preset.heldout_rounds,
+            "choose": preset.heldout_choose,
         }
         # Steps stop in time for the held-out phase and the steps in flight to fit the budget.
         limits["max_evaluations"] = max(1, own_budget(preset, budget) - preset.margin())

@@ -21,6 +21,7 @@ from contracts.jobs import EvaluateJob
 from contracts.records import EvaluationResult
 from service.archive.export import agent_metadata
 from service.db.models import Evaluation, Event, LLMUsage, Run, StageScore
+from service.driver.family import Scored, family_estimates
 from service.driver.heldout import phase_cost, reserve
 from service.driver.loop import RunDriver
 from service.plan import plan_run, stored_plan
@@ -445,3 +446,48 @@ def test_a_restarted_service_resumes_the_race_where_it_was(any_world: World) -> 
     world.driver.tick()
     assert world.run(run_id).status == "completed"
     assert world.member(run_id, losing).heldout_total == 2
+
+
+def test_a_family_choice_scores_the_parent_of_a_lucky_child_on_held_out_tasks(any_world: World) -> None:
+    world = any_world
+    run_id = world.start(
+        stages=[{"tasks": T[:3]}],
+        evaluation={"heldout": {"tasks": T[3:], "top_k": 1, "choose": "family"}},
+        budget={"max_children": 3},
+    )
+    answer_all(world, set(T[:2]))  # the seed: 2 of 3
+    children = []
+    for resolved in (set(T[:2]), set(T[:3]), set()):  # 2 of 3, then a lucky 3 of 3, then 0 of 3
+        world.driver.tick()
+        improve, _ = world.outbox.take()
+        children.append(world.make_child(improve[0]))
+        answer_all(world, resolved)
+    world.driver.tick()
+    lucky, harmed = children[1], children[2]
+    assert world.member(run_id, lucky).score == 1.0  # the best own score
+    assert world.member(run_id, harmed).parent_id == lucky  # `best` expanded the lucky one
+    # The lucky child's parent (the seed or the first child, `best` breaks their tie) has two
+    # scored neighbours at 2/3 and 3/3: (2 + 0.5 * 5) / (3 + 0.5 * 6) = 0.75. The lucky child
+    # pools 2/3 and its harmed child's 0/3: (3 + 0.5 * 2) / 6 = 0.67.
+    with world.sessions() as session:
+        started = session.scalars(
+            select(Event).where(Event.run_id == run_id, Event.kind == "heldout_started")
+        ).one()
+    assert started.payload["agents"] == [world.member(run_id, lucky).parent_id]
+
+
+def test_the_family_estimate_pools_parent_and_children_at_half_weight() -> None:
+    members = [
+        Scored("seed", None, 3, 4),
+        Scored("a", "seed", 4, 4),
+        Scored("b", "a", 0, 4),
+        Scored("unscored", "a", 0, 0),  # not measured: neither a candidate nor evidence
+        Scored("alone", "elsewhere", 1, 2),  # its parent is no member: its own score
+    ]
+    assert family_estimates(members) == {
+        "seed": (3 + 0.5 * 4) / (4 + 0.5 * 4),
+        "a": (4 + 0.5 * 3) / (4 + 0.5 * 8),
+        "b": (0 + 0.5 * 4) / (4 + 0.5 * 4),
+        "alone": 0.5,
+    }
+    assert family_estimates(members, weight=0.0)["a"] == 1.0
