@@ -216,12 +216,16 @@ class ServiceProcess(ServiceClients):
         return self.log_path.read_text(errors="replace")
 
     def stop(self, kill: bool = False) -> None:
+        """SIGTERM, or SIGKILL with `kill`. A killed service's port stays held by this process for
+        a restart from `env` (another process's connection could take it otherwise)."""
         if self.process.poll() is None:
             if kill:
                 self.process.kill()
             else:
                 self.process.terminate()
             self.process.wait(timeout=30)
+        if not kill:
+            _release_port(urlparse(self.url).port)
 
 
 class _AppTransport(httpx.BaseTransport):
@@ -309,23 +313,44 @@ def service_env(data_dir: Path, database_url: str | None, port: int, **extra: st
     return env | extra
 
 
+# The listening sockets of services started here, by port: kept open while their service may be
+# restarted, so that a killed service's port cannot be taken before the restart binds it (CI saw
+# "address already in use" when an outgoing connection got the freed port).
+_LISTENERS: dict[int, socket.socket] = {}
+
+
+def _held_listener(port: int) -> socket.socket:
+    held = _LISTENERS.get(port)
+    if held is not None:
+        return held
+    listener = listening_socket(port)
+    _LISTENERS[int(listener.getsockname()[1])] = listener
+    return listener
+
+
+def _release_port(port: int | None) -> None:
+    held = _LISTENERS.pop(port or 0, None)
+    if held is not None:
+        held.close()
+
+
 def start_service(env: dict[str, str], timeout: float = 180.0) -> ServiceProcess:
     """`clade serve` on the port of `env`'s service URL, or on one the kernel picks when that port
     is 0; the process's `url` and `env` name the port it got (so a restart from `env` keeps it)."""
     data_dir = Path(env["CLADE_DATA_DIR"])
     data_dir.mkdir(parents=True, exist_ok=True)
     log_path = data_dir / f"service-{uuid.uuid4().hex[:6]}.log"
-    with listening_socket(urlparse(env["CLADE_SERVICE_URL"]).port or 0) as listener:
-        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-        env = env | {"CLADE_SERVICE_URL": url}
-        with log_path.open("wb") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "cli.main", "serve", "--fd", str(listener.fileno())],
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                pass_fds=(listener.fileno(),),
-            )
+    listener = _held_listener(urlparse(env["CLADE_SERVICE_URL"]).port or 0)
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    env = env | {"CLADE_SERVICE_URL": url}
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "cli.main", "serve", "--fd", str(listener.fileno())],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            pass_fds=(listener.fileno(),),
+        )
     service = ServiceProcess(url=url, data_dir=data_dir, env=env, process=process, log_path=log_path)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
