@@ -207,7 +207,7 @@ def _top(session: Session, run: Run, k: int, *, family: bool) -> list[str]:
     ).all()
     if not family:
         return [member.agent_id for member in admitted[:k]]
-    # Rejected and unscored members are no candidates but still family: their results count.
+    # Rejected members are no candidates but still family: their results count.
     everyone = session.scalars(
         select(RunAgent).where(RunAgent.run_id == run.id, RunAgent.attempted.is_not(None))
     ).all()
