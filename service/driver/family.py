@@ -8,8 +8,8 @@ resolved and attempted counts with its parent's and its children's at `NEIGHBOUR
     (r_self + w * sum(r_neighbour)) / (n_self + w * sum(n_neighbour))
 
 Neighbours are the members of the same run with a selection score (a crossover child counts
-its first parent only). An agent alone (no scored
-parent or child in the run) keeps its own score.
+its first parent only). An agent alone (no scored parent or child in the run) keeps its own
+score.
 """
 
 from __future__ import annotations
