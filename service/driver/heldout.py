@@ -195,28 +195,36 @@ def _race(session: Session, run: Run, plan: RunPlan, chosen: list[str]) -> dict[
 
 
 def _top(session: Session, run: Run, k: int, *, family: bool) -> list[str]:
-    """The `k` admitted agents by selection score, or by family estimate (`service.driver.family`)."""
-    admitted = session.scalars(
-        select(RunAgent)
-        .where(
-            RunAgent.run_id == run.id,
-            RunAgent.status == MemberStatus.ADMITTED,
-            RunAgent.score.is_not(None),
-        )
-        .order_by(RunAgent.score.desc(), RunAgent.created_at, RunAgent.agent_id)
-    ).all()
+    """The `k` admitted agents by selection score (ties: the earlier), or by family estimate
+    (`service.driver.family`; ties: by selection score)."""
     if not family:
-        return [member.agent_id for member in admitted[:k]]
-    # Rejected members are no candidates but still family: their results count.
-    everyone = session.scalars(
+        return list(
+            session.scalars(
+                select(RunAgent.agent_id)
+                .where(
+                    RunAgent.run_id == run.id,
+                    RunAgent.status == MemberStatus.ADMITTED,
+                    RunAgent.score.is_not(None),
+                )
+                .order_by(RunAgent.score.desc(), RunAgent.created_at, RunAgent.agent_id)
+                .limit(k)
+            )
+        )
+    # Every measured member is family (a rejected one's results count too); the admitted are
+    # the candidates.
+    measured = session.scalars(
         select(RunAgent).where(RunAgent.run_id == run.id, RunAgent.attempted.is_not(None))
     ).all()
     estimates = family_estimates(
-        [Scored(m.agent_id, m.parent_id, m.resolved or 0, m.attempted or 0) for m in everyone]
+        [Scored(m.agent_id, m.parent_id, m.resolved or 0, m.attempted or 0) for m in measured]
     )
-    # A stable sort: ties keep the score order.
-    ranked = sorted(admitted, key=lambda member: -estimates.get(member.agent_id, member.score or 0.0))
-    return [member.agent_id for member in ranked[:k]]
+    candidates = [
+        m
+        for m in measured
+        if m.status == MemberStatus.ADMITTED and m.score is not None and m.agent_id in estimates
+    ]
+    candidates.sort(key=lambda m: (-estimates[m.agent_id], -(m.score or 0.0), m.created_at, m.agent_id))
+    return [m.agent_id for m in candidates[:k]]
 
 
 def _event(session: Session, run: Run, kind: str) -> Event | None:
