@@ -240,7 +240,9 @@ class HeldoutConfig(StrictModel):
     `choose` says how the `top_k` are chosen: by their own selection score (`score`), or by
     `family`, their selection results pooled with their parent's and children's at half
     weight (a child is its parent's code plus one edit, so its tasks say something about the
-    parent; with few tasks per agent this picks fewer lucky ones, docs/configuration.md).
+    parent; with few tasks per agent this picks fewer lucky ones), or `tree`, a posterior over
+    the whole lineage whose pooling is estimated from the run's own parent-child pairs
+    (docs/configuration.md).
     """
 
     tasks: list[Annotated[str, Field(min_length=1)]] | None = None
@@ -248,7 +250,7 @@ class HeldoutConfig(StrictModel):
     sample: int | None = Field(default=None, ge=1)
     top_k: int = Field(default=3, ge=1, le=100)
     rounds: int = Field(default=1, ge=1, le=10)
-    choose: Literal["score", "family"] = "score"
+    choose: Literal["score", "family", "tree"] = "score"
 
     @model_validator(mode="after")
     def _one_source(self) -> HeldoutConfig:

@@ -30,6 +30,7 @@ from contracts.intervals import wilson
 from service import events
 from service.db.models import Evaluation, Event, Run, RunAgent
 from service.driver.family import Scored, family_estimates
+from service.driver.lineage import lineage_estimates
 from service.driver.reuse import HELDOUT, create_evaluations
 from service.lifecycle import EvaluationStatus, MemberStatus
 from service.plan import RunPlan
@@ -151,7 +152,7 @@ def finished(session: Session, run: Run, plan: RunPlan) -> bool:
         return True
     started = _event(session, run, STARTED)
     if started is None:
-        chosen = _top(session, run, heldout.top_k, family=heldout.choose == "family")
+        chosen = _top(session, run, heldout.top_k, choose=heldout.choose)
         measured = _created(session, run, chosen)
         started_now = HeldoutStarted(agents=chosen, tasks=list(heldout.tasks), measured=measured)
         events.emit(session, started_now, run_id=run.id)
@@ -194,10 +195,11 @@ def _race(session: Session, run: Run, plan: RunPlan, chosen: list[str]) -> dict[
     return counts
 
 
-def _top(session: Session, run: Run, k: int, *, family: bool) -> list[str]:
-    """The `k` admitted agents by selection score (ties: the earlier), or by family estimate
-    (`service.driver.family`; ties: by selection score)."""
-    if not family:
+def _top(session: Session, run: Run, k: int, *, choose: str) -> list[str]:
+    """The `k` admitted agents by selection score (ties: the earlier), or by an estimate from
+    their relatives' results too: `family` (`service.driver.family`) or `tree`
+    (`service.driver.lineage`); ties: by selection score."""
+    if choose == "score":
         return list(
             session.scalars(
                 select(RunAgent.agent_id)
@@ -215,9 +217,11 @@ def _top(session: Session, run: Run, k: int, *, family: bool) -> list[str]:
     measured = session.scalars(
         select(RunAgent).where(RunAgent.run_id == run.id, RunAgent.attempted.is_not(None))
     ).all()
-    estimates = family_estimates(
-        [Scored(m.agent_id, m.parent_id, m.resolved or 0, m.attempted or 0) for m in measured]
-    )
+    members = [Scored(m.agent_id, m.parent_id, m.resolved or 0, m.attempted or 0) for m in measured]
+    if choose == "tree":
+        estimates = {agent_id: e.mean for agent_id, e in lineage_estimates(members).items()}
+    else:
+        estimates = family_estimates(members)
     candidates = [
         m
         for m in measured

@@ -491,3 +491,32 @@ def test_the_family_estimate_pools_parent_and_children_at_half_weight() -> None:
         "alone": 0.5,
     }
     assert family_estimates(members, weight=0.0)["a"] == 1.0
+
+
+def test_a_tree_choice_keeps_a_lucky_child_when_the_runs_edits_change_scores_a_lot(
+    any_world: World,
+) -> None:
+    # The family test's run: the seed 2/3, a child 2/3, a lucky child 3/3 and its harmed child
+    # 0/3. Their parent-child differences (0, 1/3, 1) are far larger than 3 tasks' noise, so
+    # `tree` estimates big steps, pools little and keeps the lucky child, where `family`'s
+    # fixed half weight moves to its parent.
+    world = any_world
+    run_id = world.start(
+        stages=[{"tasks": T[:3]}],
+        evaluation={"heldout": {"tasks": T[3:], "top_k": 1, "choose": "tree"}},
+        budget={"max_children": 3},
+    )
+    answer_all(world, set(T[:2]))
+    children = []
+    for resolved in (set(T[:2]), set(T[:3]), set()):
+        world.driver.tick()
+        improve, _ = world.outbox.take()
+        children.append(world.make_child(improve[0]))
+        answer_all(world, resolved)
+    world.driver.tick()
+    lucky = children[1]
+    with world.sessions() as session:
+        started = session.scalars(
+            select(Event).where(Event.run_id == run_id, Event.kind == "heldout_started")
+        ).one()
+    assert started.payload["agents"] == [lucky]
