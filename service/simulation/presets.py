@@ -82,7 +82,7 @@ class Preset:
         if self.evaluation.get("policy"):
             text += f", {self.evaluation['policy']} policy"
         if self.heldout is not None:
-            chosen = " by family" if self.heldout_choose != "score" else ""
+            chosen = {"score": "", "family": " by family", "tree": " by lineage"}[self.heldout_choose]
             text += f", held-out {self.heldout[0]} (top {self.heldout[1]}{chosen}"
             text += f", halved in {self.heldout_rounds} rounds)" if self.heldout_rounds > 1 else ")"
         if self.budget_share != 1.0:
@@ -141,6 +141,23 @@ _FULL: tuple[Preset, ...] = (
         "hgm",
         heldout=(30, 2),
         heldout_choose="family",
+    ),
+    Preset(
+        "clade-tree",
+        "clade, its held-out top 2 chosen by a posterior over the whole lineage (service.driver.lineage)",
+        (SimStage(10),),
+        "hgm",
+        heldout=(30, 2),
+        heldout_choose="tree",
+    ),
+    Preset(
+        "clade-tree-raced",
+        "clade-tree with clade-raced's held-out race: top 8 by lineage on 24 tasks, halved in 3 rounds",
+        (SimStage(10),),
+        "hgm",
+        heldout=(24, 8),
+        heldout_rounds=3,
+        heldout_choose="tree",
     ),
     Preset("hgm", "DGM stages, Thompson sampling on clade results (HGM's parent rule)", DGM_STAGES, "hgm"),
     Preset("hgm-lean", "HGM selection, a second stage of 20 tasks", LEAN_STAGES, "hgm"),

@@ -448,32 +448,55 @@ def test_a_restarted_service_resumes_the_race_where_it_was(any_world: World) -> 
     assert world.member(run_id, losing).heldout_total == 2
 
 
-def test_a_family_choice_scores_the_parent_of_a_lucky_child_on_held_out_tasks(any_world: World) -> None:
-    world = any_world
+def run_with_a_lucky_child(world: World, choose: str) -> tuple[str, list[str]]:
+    """A run choosing its one held-out agent by `choose`: the seed scores 2/3, then its
+    children 2/3, a lucky 3/3 and 0/3 (`best` expands the lucky one for the last). Returns the
+    run and the children, in order, once the held-out phase has started."""
     run_id = world.start(
         stages=[{"tasks": T[:3]}],
-        evaluation={"heldout": {"tasks": T[3:], "top_k": 1, "choose": "family"}},
+        evaluation={"heldout": {"tasks": T[3:], "top_k": 1, "choose": choose}},
         budget={"max_children": 3},
     )
-    answer_all(world, set(T[:2]))  # the seed: 2 of 3
+    answer_all(world, set(T[:2]))
     children = []
-    for resolved in (set(T[:2]), set(T[:3]), set()):  # 2 of 3, then a lucky 3 of 3, then 0 of 3
+    for resolved in (set(T[:2]), set(T[:3]), set()):
         world.driver.tick()
         improve, _ = world.outbox.take()
         children.append(world.make_child(improve[0]))
         answer_all(world, resolved)
     world.driver.tick()
+    return run_id, children
+
+
+def heldout_agents(world: World, run_id: str) -> list[str]:
+    with world.sessions() as session:
+        started = session.scalars(
+            select(Event).where(Event.run_id == run_id, Event.kind == "heldout_started")
+        ).one()
+    return list(started.payload["agents"])
+
+
+def test_a_family_choice_scores_the_parent_of_a_lucky_child_on_held_out_tasks(any_world: World) -> None:
+    world = any_world
+    run_id, children = run_with_a_lucky_child(world, "family")
     lucky, harmed = children[1], children[2]
     assert world.member(run_id, lucky).score == 1.0  # the best own score
     assert world.member(run_id, harmed).parent_id == lucky  # `best` expanded the lucky one
     # The lucky child's parent (the seed or the first child, `best` breaks their tie) has two
     # scored neighbours at 2/3 and 3/3: (2 + 0.5 * 5) / (3 + 0.5 * 6) = 0.75. The lucky child
     # pools 2/3 and its harmed child's 0/3: (3 + 0.5 * 2) / 6 = 0.67.
-    with world.sessions() as session:
-        started = session.scalars(
-            select(Event).where(Event.run_id == run_id, Event.kind == "heldout_started")
-        ).one()
-    assert started.payload["agents"] == [world.member(run_id, lucky).parent_id]
+    assert heldout_agents(world, run_id) == [world.member(run_id, lucky).parent_id]
+
+
+def test_a_tree_choice_keeps_a_lucky_child_when_the_runs_edits_change_scores_a_lot(
+    any_world: World,
+) -> None:
+    # The family test's run. Its parent-child differences (0, 1/3, 1) are far larger than 3
+    # tasks' noise, so `tree` estimates big steps, pools little and keeps the lucky child,
+    # where `family`'s fixed half weight moves to its parent.
+    world = any_world
+    run_id, children = run_with_a_lucky_child(world, "tree")
+    assert heldout_agents(world, run_id) == [children[1]]
 
 
 def test_the_family_estimate_pools_parent_and_children_at_half_weight() -> None:
@@ -491,32 +514,3 @@ def test_the_family_estimate_pools_parent_and_children_at_half_weight() -> None:
         "alone": 0.5,
     }
     assert family_estimates(members, weight=0.0)["a"] == 1.0
-
-
-def test_a_tree_choice_keeps_a_lucky_child_when_the_runs_edits_change_scores_a_lot(
-    any_world: World,
-) -> None:
-    # The family test's run: the seed 2/3, a child 2/3, a lucky child 3/3 and its harmed child
-    # 0/3. Their parent-child differences (0, 1/3, 1) are far larger than 3 tasks' noise, so
-    # `tree` estimates big steps, pools little and keeps the lucky child, where `family`'s
-    # fixed half weight moves to its parent.
-    world = any_world
-    run_id = world.start(
-        stages=[{"tasks": T[:3]}],
-        evaluation={"heldout": {"tasks": T[3:], "top_k": 1, "choose": "tree"}},
-        budget={"max_children": 3},
-    )
-    answer_all(world, set(T[:2]))
-    children = []
-    for resolved in (set(T[:2]), set(T[:3]), set()):
-        world.driver.tick()
-        improve, _ = world.outbox.take()
-        children.append(world.make_child(improve[0]))
-        answer_all(world, resolved)
-    world.driver.tick()
-    lucky = children[1]
-    with world.sessions() as session:
-        started = session.scalars(
-            select(Event).where(Event.run_id == run_id, Event.kind == "heldout_started")
-        ).one()
-    assert started.payload["agents"] == [lucky]
