@@ -18,7 +18,7 @@ from pathlib import Path
 
 from service.simulation.presets import PRESETS, Preset
 from service.simulation.runner import SimResult, own_budget
-from service.simulation.stats import CrossingRatio, PairedComparison, compare, crossing, crossing_ratio
+from service.simulation.stats import TIE, CrossingRatio, PairedComparison, compare, crossing, crossing_ratio
 
 GRID_POINTS = 100
 LABEL = "SIMULATION (synthetic landscape; not measured on a real benchmark)"
@@ -62,6 +62,9 @@ class Row:
     versus: PairedComparison | None  # None for the baseline itself
     crossings: list[CrossingRatio]
     covered: tuple[int, int] | None  # (held-out lower bound <= true score, runs held out)
+    # Over runs whose held-out phase began: the median of its candidates' best true score over
+    # the archive's best, and the share of those runs that named that candidate.
+    candidates: tuple[float, float] | None
 
 
 def grid_for(budget: int) -> list[int]:
@@ -84,6 +87,16 @@ def _curve(values: list[list[float]], grid: list[int]) -> Curve:
 
 def _ratio(picked: float, best: float) -> float:
     return picked / best if best > 0 else 1.0
+
+
+def _candidates(runs: Sequence[SimResult]) -> tuple[float, float] | None:
+    """(median candidates' best / archive best, share of runs that named that candidate)."""
+    pairs = [(r.candidates_best, r.final) for r in runs if r.candidates_best is not None]
+    if not pairs:
+        return None
+    share = statistics.median(_ratio(best, final.best) for best, final in pairs)
+    named = sum(abs(final.picked - best) <= TIE for best, final in pairs) / len(pairs)
+    return share, named
 
 
 def levels_for(baseline: Sequence[SimResult]) -> list[float]:
@@ -113,6 +126,7 @@ def rows_for(results: Sequence[SimResult], baseline: str, *, resamples: int = 40
         picked_values = _values(runs, grid, picked=True)
         base_values = _values(theirs, grid, picked=True)
         held = [r for r in runs if r.heldout_bounds is not None]
+        chose = [r for r in runs if r.candidates_best is not None]
         rows.append(
             Row(
                 preset=preset,
@@ -146,6 +160,7 @@ def rows_for(results: Sequence[SimResult], baseline: str, *, resamples: int = 40
                 )
                 if held
                 else None,
+                candidates=_candidates(chose),
             )
         )
     rows.sort(key=lambda r: (r.preset.name != baseline, -r.final_picked[1]))
@@ -187,10 +202,10 @@ def table(rows: Sequence[Row], budget: int, baseline: str) -> str:
         f">= {baseline} at B (ties) | sign p | median difference [95%] | picked/best at B/2, at end | "
         + " | ".join(f"evaluations to {lv:.3f}, ratio [95%]" for lv in levels)
         + (" | " if levels else "")
-        + "held-out LB <= true | $ per run |\n"
+        + "held-out LB <= true | held-out candidates' best / best, runs naming it | $ per run |\n"
         + "| --- | ---: | ---: | --- | --- | ---: | ---: | --- | --- | "
         + "".join("--- | " for _ in levels)
-        + "---: | ---: |\n"
+        + "---: | --- | ---: |\n"
     )
     lines = []
     for r in rows:
@@ -209,11 +224,12 @@ def table(rows: Sequence[Row], budget: int, baseline: str) -> str:
             else " | ".join(_evals(_own(base, lv)) for lv in levels)
         )
         covered = "" if r.covered is None else f"{r.covered[0]}/{r.covered[1]}"
+        candidates = "" if r.candidates is None else f"{r.candidates[0]:.2f}, {r.candidates[1]:.0%}"
         lines.append(
             f"| {r.preset.name} | {r.spent:,} | {r.steps:.0f} | {_q(r.final_picked)} | {_q(r.final_best)} "
             f"| {versus} | {p} | {diff} | {r.ratio_half:.2f}, {r.ratio_end:.2f} | "
             + (crossings + " | " if levels else "")
-            + f"{covered} | {r.cost_usd:,.0f} |"
+            + f"{covered} | {candidates} | {r.cost_usd:,.0f} |"
         )
     intro = (
         f"Budget B = {budget:,} task evaluations; {base.seeds} seeds, paired. The baseline ({baseline}) "

@@ -8,7 +8,8 @@ transaction, then the worker answers the outbox's jobs in another, as results ar
 workers would be. The evaluation budget is exact: once the results recorded reach it, no further result is
 recorded and the run is cancelled. After every tick the runner notes the evaluations done,
 the true score of the agent the run would pick as its best, and the best true score in its
-archive.
+archive; at the end, the named best's held-out bounds and the best true score among the agents
+its held-out phase chose to score, which tells where a pick below the archive's best was lost.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 from contracts.config import RunConfig
+from contracts.events import HeldoutStarted, kind_of
 from contracts.intervals import wilson
 from contracts.settings import Settings
-from service.db.models import Base, Evaluation, Run, RunAgent, Step
+from service.db.models import Base, Evaluation, Event, Run, RunAgent, Step
 from service.driver.jobs import Outbox
 from service.driver.tick import drive
 from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus
@@ -76,6 +78,9 @@ class SimResult:
     cost_in_database: float = 0.0  # the dollars the database's evaluations hold
     # The named best's held-out Wilson bounds and true score at the end (None: never held out).
     heldout_bounds: tuple[float, float] | None = None
+    # The best true score among the agents the held-out phase chose to score (None: it never
+    # started): below `final.best`, the choice of candidates lost; below it, the held-out pick did.
+    candidates_best: float | None = None
 
     def at(self, evaluations: int) -> Sample:
         """The last sample taken with at most `evaluations` done (the seed's before any)."""
@@ -219,6 +224,7 @@ def simulate(preset: Preset, landscape_config: LandscapeConfig, seed: int, budge
     with sessions() as session:
         watcher.observe(session, result, force=True)
         result.heldout_bounds = watcher.heldout_bounds(session)
+        result.candidates_best = watcher.candidates_best(session)
         done = session.execute(
             select(Evaluation.reused_from.is_(None), func.count())
             .where(Evaluation.run_id == run_id, Evaluation.status == EvaluationStatus.DONE)
@@ -280,6 +286,18 @@ class _Watcher:
         if member is None or not member.heldout_total:
             return None
         return wilson(member.heldout_resolved or 0, member.heldout_total)
+
+    def candidates_best(self, session: Session) -> float | None:
+        """The best true score among the agents the held-out phase chose (None: no phase began)."""
+        started = session.scalar(
+            select(Event)
+            .where(Event.run_id == self.run_id, Event.kind == kind_of(HeldoutStarted))
+            .order_by(Event.id)
+            .limit(1)
+        )
+        if started is None or not started.payload["agents"]:
+            return None
+        return max(self.worker.truth[agent_id].score for agent_id in started.payload["agents"])
 
     def _rescore(self, session: Session) -> None:
         members = session.execute(

@@ -18,7 +18,8 @@ from contracts.config import ConfigFieldError
 from contracts.intervals import wilson
 from service.simulation.landscape import LANDSCAPES, Landscape, LandscapeConfig, Mutation, true_score
 from service.simulation.presets import PRESETS
-from service.simulation.runner import simulate
+from service.simulation.report import rows_for, table
+from service.simulation.runner import Sample, SimResult, simulate
 
 SMALL = replace(LANDSCAPES["default"], tasks=80)
 
@@ -65,6 +66,12 @@ def test_a_raced_held_out_phase_fits_the_half_budget_and_names_a_finalist() -> N
     # The named best is a finalist: its bounds are those of some count out of all 24 tasks.
     assert any(result.heldout_bounds == pytest.approx(wilson(k, 24)) for k in range(25))
     assert 0.0 < result.final.picked <= result.final.best
+    # The pick is one of the 8 candidates, so the best of them is between it and the archive's.
+    assert result.candidates_best is not None
+    assert result.final.picked <= result.candidates_best <= result.final.best
+    assert SimResult.from_json(result.to_json()) == result
+    # A run with no held-out phase has no candidates.
+    assert simulate(PRESETS["dgm"], SMALL, seed=2, budget=120).candidates_best is None
 
 
 def test_the_seed_scores_what_the_landscape_says() -> None:
@@ -198,3 +205,31 @@ def test_the_command_runs_the_hgm_paper_preset(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     text = (out / "results.md").read_text()
     assert "| hgm-paper |" in text and "| dgm |" in text
+
+
+def test_the_table_says_where_a_pick_short_of_the_best_was_lost() -> None:
+    def run(preset: str, seed: int, picked: float, best: float, candidates: float | None) -> SimResult:
+        return SimResult(
+            preset=preset,
+            landscape="default",
+            seed=seed,
+            budget=100,
+            seed_score=0.2,
+            samples=[Sample(100, 5, picked, best)],
+            candidates_best=candidates,
+        )
+
+    results = [
+        run("dgm", 0, 0.3, 0.4, None),
+        run("dgm", 1, 0.3, 0.4, None),
+        # One run names the best of its candidates, which is the archive's best; the other
+        # held out a candidate at 0.8 of its best and then named a worse one.
+        run("clade/2", 0, 0.5, 0.5, 0.5),
+        run("clade/2", 1, 0.3, 0.5, 0.4),
+    ]
+    rows, budget = rows_for(results, "dgm", resamples=10)
+    lines = [line for line in table(rows, budget, "dgm").splitlines() if line.startswith("| ")]
+    cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+    column = cells[0].index("held-out candidates' best / best, runs naming it")
+    by_preset = {row[0]: row[column] for row in cells[1:] if row[0] in ("dgm", "clade/2")}
+    assert by_preset == {"dgm": "", "clade/2": "0.90, 50%"}  # dgm holds nothing out
