@@ -90,7 +90,8 @@ def _ratio(picked: float, best: float) -> float:
 
 
 def _candidates(runs: Sequence[SimResult]) -> tuple[float, float] | None:
-    """(median candidates' best / archive best, share of runs that named that candidate)."""
+    """Over the runs whose held-out phase began: (median candidates' best / archive best, share of
+    those runs that named that candidate); None when none began."""
     pairs = [(r.candidates_best, r.final) for r in runs if r.candidates_best is not None]
     if not pairs:
         return None
@@ -126,7 +127,6 @@ def rows_for(results: Sequence[SimResult], baseline: str, *, resamples: int = 40
         picked_values = _values(runs, grid, picked=True)
         base_values = _values(theirs, grid, picked=True)
         held = [r for r in runs if r.heldout_bounds is not None]
-        chose = [r for r in runs if r.candidates_best is not None]
         rows.append(
             Row(
                 preset=preset,
@@ -160,7 +160,7 @@ def rows_for(results: Sequence[SimResult], baseline: str, *, resamples: int = 40
                 )
                 if held
                 else None,
-                candidates=_candidates(chose),
+                candidates=_candidates(runs),
             )
         )
     rows.sort(key=lambda r: (r.preset.name != baseline, -r.final_picked[1]))
