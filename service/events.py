@@ -71,6 +71,13 @@ def recorded(session: Session, *, run_id: str, kind: str) -> list[dict[str, Any]
     return [dict(p["data"]) for p in rows if isinstance(p, dict) and p.get("name") == kind]
 
 
+def first(session: Session, *, run_id: str, kind: str) -> Event | None:
+    """The run's oldest event of `kind` (None: it has none yet), e.g. when a phase began."""
+    return session.scalar(
+        select(Event).where(Event.run_id == run_id, Event.kind == kind).order_by(Event.id).limit(1)
+    )
+
+
 def read(row: Event) -> RunEvent:
     """The stored row as its kind's model, or as an `unreadable` event when it no longer fits."""
     stored = {"id": row.id, "kind": row.kind, "payload": row.payload, "created_at": row.created_at}

@@ -28,7 +28,7 @@ from contracts.config import HeldoutConfig
 from contracts.events import HeldoutFinished, HeldoutScore, HeldoutStarted, kind_of
 from contracts.intervals import wilson
 from service import events
-from service.db.models import Evaluation, Event, Run, RunAgent
+from service.db.models import Evaluation, Run, RunAgent
 from service.driver.family import Scored, family_estimates
 from service.driver.lineage import lineage_estimates
 from service.driver.reuse import HELDOUT, create_evaluations
@@ -64,7 +64,7 @@ def reserve(session: Session, run: Run, plan: RunPlan) -> int:
     if heldout is None or heldout.tasks is None:
         return 0
     whole = phase_cost(heldout, trials=plan.trials)
-    started = _event(session, run, STARTED)
+    started = events.first(session, run_id=run.id, kind=STARTED)
     if started is None:
         return whole
     chosen = list(started.payload["agents"])
@@ -150,7 +150,7 @@ def finished(session: Session, run: Run, plan: RunPlan) -> bool:
     heldout = plan.heldout
     if heldout is None or heldout.tasks is None:
         return True
-    started = _event(session, run, STARTED)
+    started = events.first(session, run_id=run.id, kind=STARTED)
     if started is None:
         chosen = _top(session, run, heldout.top_k, choose=heldout.choose)
         measured = _created(session, run, chosen)
@@ -229,9 +229,3 @@ def _top(session: Session, run: Run, k: int, *, choose: str) -> list[str]:
     ]
     candidates.sort(key=lambda m: (-estimates[m.agent_id], -(m.score or 0.0), m.created_at, m.agent_id))
     return [m.agent_id for m in candidates[:k]]
-
-
-def _event(session: Session, run: Run, kind: str) -> Event | None:
-    return session.scalar(
-        select(Event).where(Event.run_id == run.id, Event.kind == kind).order_by(Event.id).limit(1)
-    )

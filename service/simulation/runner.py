@@ -27,7 +27,8 @@ from contracts.config import RunConfig
 from contracts.events import HeldoutStarted, kind_of
 from contracts.intervals import wilson
 from contracts.settings import Settings
-from service.db.models import Base, Evaluation, Event, Run, RunAgent, Step
+from service import events
+from service.db.models import Base, Evaluation, Run, RunAgent, Step
 from service.driver.jobs import Outbox
 from service.driver.tick import drive
 from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus
@@ -289,12 +290,7 @@ class _Watcher:
 
     def candidates_best(self, session: Session) -> float | None:
         """The best true score among the agents the held-out phase chose (None: no phase began)."""
-        started = session.scalar(
-            select(Event)
-            .where(Event.run_id == self.run_id, Event.kind == kind_of(HeldoutStarted))
-            .order_by(Event.id)
-            .limit(1)
-        )
+        started = events.first(session, run_id=self.run_id, kind=kind_of(HeldoutStarted))
         if started is None or not started.payload["agents"]:
             return None
         return max(self.worker.truth[agent_id].score for agent_id in started.payload["agents"])

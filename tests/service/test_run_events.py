@@ -205,3 +205,20 @@ def test_a_policy_records_a_known_kind_as_its_model_and_its_own_kind_by_name() -
         events.policy_payload("island_migration", {"agent_id": SHA, "from": 0, "step": 4})
     with pytest.raises(ValueError, match="not a kind to record"):
         events.policy_payload("unreadable", {})
+
+
+def test_first_names_the_oldest_event_of_a_kind_and_none_before_one(
+    service: AppService, seed_id: str
+) -> None:
+    run_id = start_run(service, seed_id)
+    engine = create_engine(service.database_url)
+    with Session(engine) as session:
+        assert events.first(session, run_id=run_id, kind="heldout_started") is None
+        for agents in (["a"], ["b"]):
+            started = ev.HeldoutStarted(agents=agents, tasks=["t1"], measured=0)
+            events.emit(session, started, run_id=run_id)
+        session.commit()
+        found = events.first(session, run_id=run_id, kind="heldout_started")
+        assert found is not None and found.payload["agents"] == ["a"]
+        assert events.first(session, run_id="no-such-run", kind="heldout_started") is None
+    engine.dispose()
