@@ -3,6 +3,9 @@
 A declared Content-Length over the limit is refused before anything is read. A chunked (or
 understated) body is counted as it arrives: the first message that takes the count past the
 limit ends the request with 413, so at most the limit is ever held.
+
+A refused body is never read to its end, so the connection cannot carry another request: the 413
+says `Connection: close`, or a client would send its next request down a socket the server drops.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import json
 
 from fastapi import HTTPException, status
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+_CLOSE = (b"connection", b"close")
 
 
 class BodyTooLargeError(HTTPException):
@@ -39,19 +44,24 @@ class BodyLimitMiddleware:
             return
         received = 0
         started = False
+        refused = False
 
         async def counting_receive() -> Message:
-            nonlocal received
+            nonlocal received, refused
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.limit:
+                    refused = True
                     raise BodyTooLargeError(self.limit)
             return message
 
         async def watching_send(message: Message) -> None:
             nonlocal started
-            started = started or message["type"] == "http.response.start"
+            if message["type"] == "http.response.start":
+                started = True
+                if refused:
+                    message = {**message, "headers": [*message.get("headers", []), _CLOSE]}
             await send(message)
 
         try:
@@ -69,7 +79,11 @@ async def _refuse(send: Send, limit: int) -> None:
         {
             "type": "http.response.start",
             "status": status.HTTP_413_CONTENT_TOO_LARGE,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                _CLOSE,
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body})

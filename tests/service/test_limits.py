@@ -163,6 +163,8 @@ def test_a_chunked_body_over_the_limit_is_refused_while_it_streams(tmp_path: Pat
             )
             _refused(response, 413, "max_upload_bytes", "CLADE_MAX_UPLOAD_BYTES")
             assert response.request.headers.get("transfer-encoding") == "chunked"
+            # The rest of the body was never read: the socket cannot carry another request.
+            assert response.headers.get("connection") == "close"
             assert worker.get("/api/health").status_code == 200  # the service carries on
     finally:
         service.stop()
