@@ -207,29 +207,47 @@ def test_the_command_runs_the_hgm_paper_preset(tmp_path: Path) -> None:
     assert "| hgm-paper |" in text and "| dgm |" in text
 
 
-def test_the_table_says_where_a_pick_short_of_the_best_was_lost() -> None:
-    def run(preset: str, seed: int, picked: float, best: float, candidates: float | None) -> SimResult:
-        return SimResult(
-            preset=preset,
-            landscape="default",
-            seed=seed,
-            budget=100,
-            seed_score=0.2,
-            samples=[Sample(100, 5, picked, best)],
-            candidates_best=candidates,
-        )
+def _ended(preset: str, seed: int, picked: float, best: float, candidates: float | None = None) -> SimResult:
+    """A finished run that names an agent at `picked` and holds one at `best` in its archive."""
+    return SimResult(
+        preset=preset,
+        landscape="default",
+        seed=seed,
+        budget=100,
+        seed_score=0.2,
+        samples=[Sample(100, 5, picked, best)],
+        candidates_best=candidates,
+    )
 
-    results = [
-        run("dgm", 0, 0.3, 0.4, None),
-        run("dgm", 1, 0.3, 0.4, None),
-        # One run names the best of its candidates, which is the archive's best; the other
-        # held out a candidate at 0.8 of its best and then named a worse one.
-        run("clade/2", 0, 0.5, 0.5, 0.5),
-        run("clade/2", 1, 0.3, 0.5, 0.4),
-    ]
+
+def _column(results: list[SimResult], heading: str) -> dict[str, str]:
+    """Each preset's cell under `heading` in the landscape's table."""
     rows, budget = rows_for(results, "dgm", resamples=10)
     lines = [line for line in table(rows, budget, "dgm").splitlines() if line.startswith("| ")]
     cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
-    column = cells[0].index("held-out candidates' best / best, runs naming it")
-    by_preset = {row[0]: row[column] for row in cells[1:] if row[0] in ("dgm", "clade/2")}
-    assert by_preset == {"dgm": "", "clade/2": "0.90, 50%"}  # dgm holds nothing out
+    column = cells[0].index(heading)
+    return {row[0]: row[column] for row in cells[1:] if not row[0].startswith("-")}
+
+
+def test_the_table_says_where_a_pick_short_of_the_best_was_lost() -> None:
+    results = [
+        _ended("dgm", 0, 0.3, 0.4),
+        _ended("dgm", 1, 0.3, 0.4),
+        # One run names the best of its candidates, which is the archive's best; the other
+        # held out a candidate at 0.8 of its best and then named a worse one.
+        _ended("clade/2", 0, 0.5, 0.5, 0.5),
+        _ended("clade/2", 1, 0.3, 0.5, 0.4),
+    ]
+    column = _column(results, "held-out candidates' best / best, runs naming it")
+    assert column == {"dgm": "", "clade/2": "0.90, 50%"}  # dgm holds nothing out
+
+
+def test_the_table_says_what_a_perfect_pick_would_count_against_the_baseline() -> None:
+    results = [_ended("dgm", seed, picked=0.45, best=0.5) for seed in range(4)] + [
+        _ended("clade/2", 0, picked=0.40, best=0.60),  # lost in the pick: its archive had better
+        _ended("clade/2", 1, picked=0.40, best=0.45),  # its best only ties the baseline's pick
+        _ended("clade/2", 2, picked=0.30, best=0.44),  # lost in the search: nothing as good
+        _ended("clade/2", 3, picked=0.50, best=0.50),
+    ]
+    assert _column(results, ">= dgm at B (ties)")["clade/2"] == "1/4 (0)"
+    assert _column(results, "a perfect pick >= dgm at B") == {"dgm": "", "clade/2": "3/4"}
