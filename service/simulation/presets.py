@@ -159,6 +159,18 @@ _FULL: tuple[Preset, ...] = (
         heldout_rounds=3,
         heldout_choose="tree",
     ),
+    # clade-tree-raced with half the tasks per child: twice the children for the same search
+    # budget, each told apart from its relatives by the lineage estimate more than by its own
+    # tasks. A prototype (docs/simulation-results.md) found the best in its archive more often.
+    Preset(
+        "clade-tree-raced-5",
+        "clade-tree-raced with a stage of 5 tasks: twice the children, a raced pick by lineage",
+        (SimStage(5),),
+        "hgm",
+        heldout=(24, 8),
+        heldout_rounds=3,
+        heldout_choose="tree",
+    ),
     Preset("hgm", "DGM stages, Thompson sampling on clade results (HGM's parent rule)", DGM_STAGES, "hgm"),
     Preset("hgm-lean", "HGM selection, a second stage of 20 tasks", LEAN_STAGES, "hgm"),
     Preset(

@@ -56,8 +56,9 @@ def test_the_budget_is_spent_exactly_and_counted_from_the_database() -> None:
     assert all(s.picked == result.seed_score for s in result.samples if s.evaluations < 10)
 
 
-def test_a_raced_held_out_phase_fits_the_half_budget_and_names_a_finalist() -> None:
-    preset = PRESETS["clade-raced/2"]
+@pytest.mark.parametrize("name", ["clade-raced/2", "clade-tree-raced-5/2"])
+def test_a_raced_held_out_phase_fits_the_half_budget_and_names_a_finalist(name: str) -> None:
+    preset = PRESETS[name]
     assert preset.heldout == (24, 8) and preset.heldout_rounds == 3
     result = simulate(preset, SMALL, seed=2, budget=800)
     # The run is told 400 and its steps stop in time for the race (112 evaluations) to fit.
