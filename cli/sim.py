@@ -165,7 +165,7 @@ def _write(
 ) -> None:
     """results.md, a plot per landscape and (for a new sitting) runs.json, all inside `folder`."""
     from service.simulation.presets import BASELINE
-    from service.simulation.report import LABEL, goals, head_to_head, plot, rows_for, table
+    from service.simulation.report import LABEL, goals, plot, rows_for, table
 
     steps = sum(r.steps for r in results)
     evaluations = sum(r.evaluations for r in results)
@@ -204,15 +204,34 @@ def _write(
         except ImportError:
             section += "(No plot: matplotlib is not installed; `pip install 'clade[sim]'`.)\n\n"
         section += table(rows, budget, BASELINE)
-        versus = head_to_head(mine, "clade", "hgm-paper")
-        if versus is not None:
-            section += (
-                f"\n`clade` against `hgm-paper`, both at B, paired: >= on {versus.at_least}/{versus.seeds} "
-                f"seeds ({versus.ties} ties), sign test p = {versus.p_value:.3f}, median difference "
-                f"{versus.median_difference:+.3f} [{versus.interval[0]:+.3f}, {versus.interval[1]:+.3f}].\n"
-            )
+        section += _against_hgm_paper(mine)
         sections.append(section)
     parts.append("## Goals against the baseline at B\n\n" + goals(per_landscape, BASELINE))
     parts += sections
     (folder / "results.md").write_text("\n".join(parts))
     err_console.print(f"wrote {folder}/results.md\n{rate}", highlight=False)
+
+
+def _against_hgm_paper(results: list[SimResult]) -> str:
+    """Every other full-budget preset against `hgm-paper` at the same budget (the issue's second
+    goal), one line each, those that lose included; nothing when `hgm-paper` did not run."""
+    from service.simulation.presets import BASELINE, PRESETS
+    from service.simulation.report import head_to_head
+
+    rival = "hgm-paper"
+    names = dict.fromkeys(
+        r.preset
+        for r in results
+        if r.preset not in (BASELINE, rival) and PRESETS[r.preset].budget_share == 1.0
+    )
+    lines = []
+    for name in names:
+        versus = head_to_head(results, name, rival)
+        if versus is None:
+            continue
+        lines.append(
+            f"`{name}` against `{rival}`, both at B, paired: >= on {versus.at_least}/{versus.seeds} "
+            f"seeds ({versus.ties} ties), sign test p = {versus.p_value:.3f}, median difference "
+            f"{versus.median_difference:+.3f} [{versus.interval[0]:+.3f}, {versus.interval[1]:+.3f}]."
+        )
+    return "".join(f"\n{line}\n" for line in lines)
