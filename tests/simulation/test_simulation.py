@@ -56,7 +56,7 @@ def test_the_budget_is_spent_exactly_and_counted_from_the_database() -> None:
     assert all(s.picked == result.seed_score for s in result.samples if s.evaluations < 10)
 
 
-@pytest.mark.parametrize("name", ["clade-raced/2", "clade-tree-raced-5/2"])
+@pytest.mark.parametrize("name", ["clade-raced/2", "clade-tree-raced-5/2", "clade-tree-raced-3/2"])
 def test_a_raced_held_out_phase_fits_the_half_budget_and_names_a_finalist(name: str) -> None:
     preset = PRESETS[name]
     assert preset.heldout == (24, 8) and preset.heldout_rounds == 3
