@@ -10,7 +10,7 @@ from rich.table import Table
 
 from cli.client import CliError
 from cli.context import CliContext
-from cli.output import fmt_counts, fmt_interval, fmt_usd, reported_errors, short
+from cli.output import fmt_heldout, fmt_interval, fmt_usd, reported_errors, short
 from cli.transfer import transfer
 
 app = typer.Typer(no_args_is_help=True)
@@ -43,7 +43,7 @@ def show(ctx: typer.Context, agent_id: str) -> None:
             run["run_id"],
             run["status"],
             fmt_interval(run["score"], run.get("score_low"), run.get("score_high")),
-            fmt_counts(run.get("heldout_resolved"), run.get("heldout_total")),
+            fmt_heldout(run),
             stages,
             fmt_usd(run["usd"]),
             (run["reason"] or "")[:60],

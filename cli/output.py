@@ -50,6 +50,15 @@ def fmt_best(progress: dict[str, Any], *, heldout: bool = False) -> str:
     return fmt_interval(progress.get(score), progress.get(low), progress.get(high))
 
 
+def fmt_heldout(row: dict[str, Any]) -> str:
+    """An agent's held-out fraction with the interval the service gives it (one that holds for
+    every agent its run compared on the held-out tasks), or `-`."""
+    resolved, total = row.get("heldout_resolved"), row.get("heldout_total")
+    if resolved is None or not total:
+        return "-"
+    return fmt_interval(resolved / total, row.get("heldout_low"), row.get("heldout_high"))
+
+
 def fmt_counts(resolved: int | None, total: int | None) -> str:
     """`resolved/total` as a fraction with its Wilson interval, or `-`."""
     if resolved is None or not total:

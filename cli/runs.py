@@ -14,7 +14,7 @@ from rich.table import Table
 from cli.client import CliError
 from cli.context import CliContext
 from cli.events import describe_event
-from cli.output import RUN_COLUMNS, fmt_counts, fmt_interval, reported_errors, run_row, short
+from cli.output import RUN_COLUMNS, fmt_heldout, fmt_interval, reported_errors, run_row, short
 from contracts.safe_yaml import YamlInputError, load_yaml
 
 app = typer.Typer(no_args_is_help=True)
@@ -213,7 +213,7 @@ def print_agents(cli: CliContext, agents: list[dict[str, Any]], title: str) -> N
             short(agent["parent_id"]),
             agent["status"],
             fmt_interval(agent["score"], agent.get("score_low"), agent.get("score_high")),
-            fmt_counts(agent.get("heldout_resolved"), agent.get("heldout_total")),
+            fmt_heldout(agent),
             str(agent["children"]),
             "-" if agent["step"] is None else str(agent["step"]),
             (agent["reason"] or "")[:60],

@@ -293,7 +293,10 @@ class HeldoutScore(Payload):
 
     resolved: int = Field(description="Held-out evaluations resolved.")
     total: int = Field(description="Held-out evaluations run.")
-    low: float = Field(description="The Wilson interval's lower bound of resolved / total.")
+    low: float = Field(
+        description="The lower bound of resolved / total: a Wilson interval that holds for every"
+        " agent the run scored on the held-out tasks at once."
+    )
 
 
 class HeldoutFinished(Payload):
@@ -328,8 +331,11 @@ class CheckpointScored(Payload):
     agent_id: str = Field(description="The agent scored.")
     resolved: int = Field(description="Its held-out evaluations resolved.")
     total: int = Field(description="Its held-out evaluations run.")
-    low: float = Field(description="The Wilson interval's lower bound of resolved / total.")
-    high: float = Field(description="The Wilson interval's upper bound of resolved / total.")
+    low: float = Field(
+        description="The lower bound of resolved / total: a Wilson interval that holds for every"
+        " agent the run has scored on the held-out tasks so far at once."
+    )
+    high: float = Field(description="The same interval's upper bound.")
     pick_agent_id: str = Field(description="The run's pick now: the best held-out lower bound.")
 
 

@@ -7,7 +7,7 @@ from sqlalchemy import ColumnElement, func, or_, select
 from sqlalchemy.orm import Session
 
 from contracts.errors import NotFoundError
-from contracts.intervals import wilson
+from contracts.scores import heldout_interval
 from service.db.models import Agent, LLMUsage, Run, RunAgent
 from service.lifecycle import MemberStatus
 
@@ -51,7 +51,7 @@ def top_agents(session: Session, *, run_id: str, k: int) -> list[str]:
         session.scalars(select(RunAgent).where(*admitted, RunAgent.heldout_total > 0)).all(),
         key=lambda m: (
             -(m.heldout_total or 0),
-            -wilson(m.heldout_resolved or 0, m.heldout_total or 0)[0],
+            -(heldout_interval(m)[0] or 0.0),
             -(m.score or 0.0),
             m.created_at,
             m.agent_id,

@@ -25,7 +25,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from contracts.events import CheckpointReached, CheckpointScored, kind_of
-from contracts.intervals import wilson
+from contracts.intervals import simultaneous_z, wilson
 from service import events
 from service.db.models import Evaluation, Run, RunAgent
 from service.driver import budget, heldout
@@ -104,9 +104,9 @@ class Checkpoints(PolicyDefaults):
             if counts is None:
                 complete = False
                 continue
-            heldout.record_score(session, run, agent_id, counts)
+            compared = heldout.record_scores(session, run, {agent_id: counts})
             pick = top_agents(session, run_id=run.id, k=1)[0]
-            low, high = wilson(*counts)
+            low, high = wilson(*counts, simultaneous_z(compared))
             scored = CheckpointScored(
                 fraction=fraction,
                 agent_id=agent_id,

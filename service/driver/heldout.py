@@ -9,6 +9,10 @@ agent's `heldout_resolved` / `heldout_total` are set and a `heldout_finished` ev
 best; only then does the run complete. Held-out results are never read by selection, admission
 or diagnosis (they filter on purpose `selection`).
 
+The named best won a comparison on these very tasks, so its plain 95% bound would sit above its
+true score too often: every held-out interval holds for all the run's held-out agents at once
+(`contracts.intervals.simultaneous_z`; their number is each row's `heldout_compared`).
+
 With `rounds` > 1 the phase is a race (successive halving): the tasks are sent in that many
 equal parts, and after each part but the last only the better half of the agents still in go
 on (by held-out tasks resolved so far; ties: the chosen order). Who goes on is worked out again
@@ -26,7 +30,7 @@ from sqlalchemy.orm import Session
 
 from contracts.config import HeldoutConfig
 from contracts.events import HeldoutFinished, HeldoutScore, HeldoutStarted, kind_of
-from contracts.intervals import wilson
+from contracts.intervals import simultaneous_z, wilson
 from service import events
 from service.db.models import Evaluation, Run, RunAgent
 from service.driver.family import Scored, family_estimates
@@ -137,12 +141,22 @@ def scored(
     return None
 
 
-def record_score(session: Session, run: Run, agent_id: str, counts: tuple[int, int]) -> None:
-    """The agent's held-out result on its row, where the API and the pick read it."""
-    member = session.get(RunAgent, (run.id, agent_id))
-    assert member is not None
-    member.heldout_resolved, member.heldout_total = counts
+def record_scores(session: Session, run: Run, scores: dict[str, tuple[int, int]]) -> int:
+    """Each agent's held-out result on its row, where the API and the pick read it. Returns how
+    many of the run's agents now have one: the pick compares them all, so every one's interval
+    is widened to hold for all of them at once (`heldout_compared`)."""
+    for agent_id, (resolved, total) in scores.items():
+        member = session.get(RunAgent, (run.id, agent_id))
+        assert member is not None
+        member.heldout_resolved, member.heldout_total = resolved, total
     session.flush()
+    measured = session.scalars(
+        select(RunAgent).where(RunAgent.run_id == run.id, RunAgent.heldout_total > 0)
+    ).all()
+    for member in measured:
+        member.heldout_compared = len(measured)
+    session.flush()
+    return len(measured)
 
 
 def finished(session: Session, run: Run, plan: RunPlan) -> bool:
@@ -162,11 +176,11 @@ def finished(session: Session, run: Run, plan: RunPlan) -> bool:
     counts = _race(session, run, plan, chosen)
     if counts is None:
         return False
-    for agent_id, result in counts.items():
-        record_score(session, run, agent_id, result)
+    compared = record_scores(session, run, counts)
     best = next(iter(top_agents(session, run_id=run.id, k=1)), None)
+    z = simultaneous_z(compared)
     agents = {
-        agent_id: HeldoutScore(resolved=resolved, total=total, low=round(wilson(resolved, total)[0], 4))
+        agent_id: HeldoutScore(resolved=resolved, total=total, low=round(wilson(resolved, total, z)[0], 4))
         for agent_id, (resolved, total) in counts.items()
     }
     events.emit(session, HeldoutFinished(agents=agents, best_agent_id=best), run_id=run.id)

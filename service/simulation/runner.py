@@ -25,7 +25,7 @@ from sqlalchemy.pool import StaticPool
 
 from contracts.config import RunConfig
 from contracts.events import HeldoutStarted, kind_of
-from contracts.intervals import wilson
+from contracts.scores import heldout_interval
 from contracts.settings import Settings
 from service import events
 from service.db.models import Base, Evaluation, Run, RunAgent, Step
@@ -277,7 +277,7 @@ class _Watcher:
         return True
 
     def heldout_bounds(self, session: Session) -> tuple[float, float] | None:
-        """The Wilson interval of the named best's held-out results (None: it has none)."""
+        """The named best's held-out interval, as the service shows it (None: it has none)."""
         named = top_agents(session, run_id=self.run_id, k=1)
         if not named:
             return None
@@ -286,7 +286,9 @@ class _Watcher:
         )
         if member is None or not member.heldout_total:
             return None
-        return wilson(member.heldout_resolved or 0, member.heldout_total)
+        low, high = heldout_interval(member)
+        assert low is not None and high is not None
+        return low, high
 
     def candidates_best(self, session: Session) -> float | None:
         """The best true score among the agents the held-out phase chose (None: no phase began)."""

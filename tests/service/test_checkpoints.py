@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from benchmarks.catalog import BenchmarkCatalog
 from contracts.config import ConfigFieldError, RunConfig
-from contracts.intervals import wilson
+from contracts.intervals import simultaneous_z, wilson
 from contracts.jobs import EvaluateJob
 from service.db.models import Evaluation, Event
 from service.driver.loop import RunDriver
@@ -81,6 +81,8 @@ def test_the_pick_is_scored_at_each_checkpoint_and_survives_a_restart(
     assert checkpoint[0]["spent"] == pytest.approx(4 / 12, abs=1e-4)
     assert checkpoint[0]["pick_agent_id"] == seed and checkpoint[0]["scored_at"] is not None
     assert checkpoint[0]["selection_low"] == pytest.approx(wilson(1, 2)[0], abs=1e-4)
+    # One agent measured on the held-out tasks: its plain 95% interval.
+    assert checkpoint[0]["heldout_high"] == pytest.approx(wilson(0, 2)[1], abs=1e-4)
 
     improve, _ = world.outbox.take()
     assert [job.parent_id for job in improve] == [first]  # 6 spent + 4 kept back < 12: a step opens
@@ -107,7 +109,12 @@ def test_the_pick_is_scored_at_each_checkpoint_and_survives_a_restart(
         first,
         first,
     )
-    assert (last["heldout_low"], last["heldout_high"]) == pytest.approx(wilson(2, 2), abs=1e-4)
+    # The pick is now the better of two agents on the same held-out tasks: its interval holds
+    # for both at once, wider than the plain one, and so does the other's.
+    both = simultaneous_z(2)
+    assert (last["heldout_low"], last["heldout_high"]) == pytest.approx(wilson(2, 2, both), abs=1e-4)
+    assert last["heldout_low"] < wilson(2, 2)[0]
+    assert [world.member(run_id, agent).heldout_compared for agent in (seed, first)] == [2, 2]
     progress = body["progress"]
     assert progress["best_agent_id"] == first and progress["best_heldout_score"] == 1.0
     assert world.member(run_id, second).heldout_total is None

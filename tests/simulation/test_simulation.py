@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from contracts.config import ConfigFieldError
-from contracts.intervals import wilson
+from contracts.intervals import simultaneous_z, wilson
 from service.simulation.landscape import LANDSCAPES, Landscape, LandscapeConfig, Mutation, true_score
 from service.simulation.presets import PRESETS
 from service.simulation.report import rows_for, table
@@ -64,8 +64,9 @@ def test_a_raced_held_out_phase_fits_the_half_budget_and_names_a_finalist(name: 
     # The run is told 400 and its steps stop in time for the race (112 evaluations) to fit.
     assert 400 - preset.margin() <= result.evaluations <= 400
     assert result.heldout_bounds is not None
-    # The named best is a finalist: its bounds are those of some count out of all 24 tasks.
-    assert any(result.heldout_bounds == pytest.approx(wilson(k, 24)) for k in range(25))
+    # The named best is a finalist: its bounds are those of some count out of all 24 tasks, at
+    # a confidence that holds for the 8 agents the race compared at once.
+    assert any(result.heldout_bounds == pytest.approx(wilson(k, 24, simultaneous_z(8))) for k in range(25))
     assert 0.0 < result.final.picked <= result.final.best
     # The pick is one of the 8 candidates, so the best of them is between it and the archive's.
     assert result.candidates_best is not None

@@ -46,6 +46,8 @@ ROWS = [
     Row("f", "d", 11, 12, epoch=1, island=1, niche="parsing", heldout=(6, 10)),
 ]
 
+HELDOUT_COMPARED = sum(row.heldout is not None for row in ROWS)
+
 
 @dataclass
 class SearchRun:
@@ -91,6 +93,8 @@ def build(archive: Recorded) -> SearchRun:
                 "epoch": row.epoch,
                 "heldout_resolved": row.heldout[0] if row.heldout else None,
                 "heldout_total": row.heldout[1] if row.heldout else None,
+                # The run compared its held-out agents to name its best, as the service records.
+                "heldout_compared": HELDOUT_COMPARED if row.heldout else None,
                 "island": row.island,
                 "niche": row.niche,
                 "group_id": row.group,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from contracts.intervals import wilson
+from contracts.intervals import simultaneous_z, wilson
 from tests.web.recorded import SEED_SOLVES, Plan, Recorded
-from tests.web.search import SearchRun
+from tests.web.search import HELDOUT_COMPARED, SearchRun
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -34,10 +34,16 @@ UNDER_VIEW = """([id, view]) => {
 }"""
 
 
-def estimate(resolved: int, total: int) -> str:
-    """How the dashboard writes a score: '0.60 [0.23, 0.88], 3/5' (the interval is contracts' wilson)."""
-    low, high = wilson(resolved, total)
+def estimate(resolved: int, total: int, *, compared: int = 1) -> str:
+    """How the dashboard writes a score: '0.60 [0.23, 0.88], 3/5' (the interval is contracts' wilson,
+    for a held-out score one that holds for the `compared` agents at once)."""
+    low, high = wilson(resolved, total, simultaneous_z(compared))
     return f"{resolved / total:.2f} [{low:.2f}, {high:.2f}], {resolved}/{total}"
+
+
+def heldout(resolved: int, total: int) -> str:
+    """A held-out score as the dashboard writes it: the run compared its 3 held-out agents."""
+    return estimate(resolved, total, compared=HELDOUT_COMPARED)
 
 
 def test_run_page_shows_search_data(page: Page, search_run: SearchRun) -> None:
@@ -61,7 +67,7 @@ def test_run_page_shows_search_data(page: Page, search_run: SearchRun) -> None:
     page.locator(f"{NODES}[data-id='{ids['seed']}']").hover()
     expect(tooltip).to_contain_text("0.60 [0.23, 0.88], 3/5")
     page.locator(f"{NODES}[data-id='{ids['d']}']").hover()
-    expect(tooltip).to_contain_text(f"Held-out{estimate(9, 10)}")
+    expect(tooltip).to_contain_text(f"Held-out{heldout(9, 10)}")
     expect(tooltip).to_contain_text("Epoch1")
     expect(tooltip).to_contain_text(f"Crossover with{ids['c'][:12]}")
     expect(tooltip).to_contain_text("changed its own improvement procedure")
@@ -91,7 +97,9 @@ def test_run_page_shows_search_data(page: Page, search_run: SearchRun) -> None:
     expect(best).to_have_count(1)
     expect(best).to_have_attribute("data-id", ids["d"])
     expect(best.locator("th")).to_contain_text("★")
-    expect(best.locator("td").nth(1)).to_have_text(estimate(9, 10))
+    expect(best.locator("td").nth(1)).to_have_text(heldout(9, 10))
+    # 9 of 10 alone would be [0.60, 0.98]: the best of 3 gets a wider interval.
+    assert heldout(9, 10) == "0.90 [0.52, 0.99], 9/10"
     expect(table.locator(f"tr[data-id='{ids['seed']}'] td").nth(1)).to_have_text("—")
 
 
@@ -101,7 +109,7 @@ def test_agent_page_shows_interval_heldout_and_relations(page: Page, search_run:
     ids = search_run.ids
     page.goto(f"/agents/{ids['d']}?run={search_run.run_id}")
     expect(page.locator("[data-role=score]")).to_have_text(estimate(4, 5))
-    expect(page.locator("[data-role=held-out]")).to_have_text(estimate(9, 10))
+    expect(page.locator("[data-role=held-out]")).to_have_text(heldout(9, 10))
     expect(page.locator("[data-role=epoch]")).to_have_text("1")
     expect(page.locator("[data-role=second-parent] a")).to_have_attribute("href", re.compile(ids["c"]))
     expect(page.locator("[data-role=meta-changed]")).to_be_visible()

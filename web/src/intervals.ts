@@ -1,5 +1,6 @@
 // 95% Wilson score intervals, computed as contracts/intervals.py does: the lineage carries raw
-// counts (resolved / attempted), so the page works them out instead of the service.
+// counts (resolved / attempted), so the page works them out instead of the service. A held-out
+// interval holds for every agent its run compared on the held-out tasks at once (Bonferroni).
 
 const Z_95 = 1.959963984540054; // the standard normal's 97.5% quantile
 
@@ -23,10 +24,39 @@ export function wilson(resolved: number, total: number, z = Z_95): [number, numb
   return [low, high];
 }
 
+/** The standard normal's distribution function (erfc by its Chebyshev fit, error < 1.2e-7). */
+function normalCdf(x: number): number {
+  const t = 1 / (1 + Math.abs(x) / (2 * Math.SQRT2));
+  const poly = [
+    -1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398, 1.48851587,
+    -0.82215223, 0.17087277,
+  ].reduceRight((acc, c) => c + t * acc, 0);
+  const erfc = t * Math.exp(-(x * x) / 2 + poly);
+  return x >= 0 ? 1 - erfc / 2 : erfc / 2;
+}
+
+/** The z of 95% intervals that hold for `compared` agents at once (contracts.intervals.simultaneous_z). */
+export function simultaneousZ(compared: number | null | undefined): number {
+  if (!compared || compared <= 1) return Z_95;
+  const target = 1 - 0.025 / compared;
+  let low = Z_95;
+  let high = 10;
+  for (let i = 0; i < 60; i++) {
+    const mid = (low + high) / 2;
+    if (normalCdf(mid) < target) low = mid;
+    else high = mid;
+  }
+  return (low + high) / 2;
+}
+
 /** A fraction with its interval, or null when nothing was counted (null counts or 0 tasks). */
-export function estimate(resolved: number | null | undefined, total: number | null | undefined): Estimate | null {
+export function estimate(
+  resolved: number | null | undefined,
+  total: number | null | undefined,
+  z = Z_95,
+): Estimate | null {
   if (resolved === null || resolved === undefined || !total) return null;
-  const [low, high] = wilson(resolved, total);
+  const [low, high] = wilson(resolved, total, z);
   return { value: resolved / total, low, high, resolved, total };
 }
 
@@ -35,6 +65,7 @@ interface Counted {
   attempted: number | null;
   heldout_resolved: number | null;
   heldout_total: number | null;
+  heldout_compared: number | null;
 }
 
 export function selectionEstimate(node: Counted): Estimate | null {
@@ -42,5 +73,5 @@ export function selectionEstimate(node: Counted): Estimate | null {
 }
 
 export function heldoutEstimate(node: Counted): Estimate | null {
-  return estimate(node.heldout_resolved, node.heldout_total);
+  return estimate(node.heldout_resolved, node.heldout_total, simultaneousZ(node.heldout_compared));
 }
