@@ -28,8 +28,8 @@ export function wilson(resolved: number, total: number, z = Z_95): [number, numb
 function normalCdf(x: number): number {
   const t = 1 / (1 + Math.abs(x) / (2 * Math.SQRT2));
   const poly = [
-    -1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398, 1.48851587,
-    -0.82215223, 0.17087277,
+    -1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398, 1.48851587, -0.82215223,
+    0.17087277,
   ].reduceRight((acc, c) => c + t * acc, 0);
   const erfc = t * Math.exp(-(x * x) / 2 + poly);
   return x >= 0 ? 1 - erfc / 2 : erfc / 2;
