@@ -39,8 +39,8 @@ class RawScoreCounts(BaseModel):
     attempted: int | None = None
     heldout_resolved: int | None = None  # the end-of-run re-evaluation on held-out tasks
     heldout_total: int | None = None
-    # How many agents the held-out phase compared on the same tasks to name its best, this one
-    # included: its held-out interval holds for all of them at once (None: 1).
+    # How many of the run's agents have a held-out score, this one included: the pick compares
+    # them all, so its held-out interval holds for all of them at once (None: 1).
     heldout_compared: int | None = None
     same_as: str | None = None  # an agent with the same code, whose results it reused
 

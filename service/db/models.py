@@ -133,8 +133,8 @@ class RunAgent(Base):
     # Re-evaluation at the end of the run on tasks that never influenced selection.
     heldout_resolved: Mapped[int | None] = mapped_column(Integer)
     heldout_total: Mapped[int | None] = mapped_column(Integer)
-    # How many agents the held-out phase compared to name its best, this one included (None: 1;
-    # contracts.scores.heldout_interval).
+    # How many of the run's agents have a held-out score, this one included: the pick compares
+    # them all (None: 1; contracts.scores.heldout_interval).
     heldout_compared: Mapped[int | None] = mapped_column(Integer)
     island: Mapped[int | None] = mapped_column(Integer)  # islands strategy
     niche: Mapped[str | None] = mapped_column(String(200))  # MAP-Elites behaviour descriptor
