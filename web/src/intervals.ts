@@ -24,7 +24,7 @@ export function wilson(resolved: number, total: number, z = Z_95): [number, numb
   return [low, high];
 }
 
-/** The standard normal's distribution function (erfc by its Chebyshev fit, error < 1.2e-7). */
+/** The standard normal's distribution function, by the Chebyshev fit to erfc published in Numerical Recipes (fractional error < 1.2e-7). */
 function normalCdf(x: number): number {
   const t = 1 / (1 + Math.abs(x) / (2 * Math.SQRT2));
   const poly = [
