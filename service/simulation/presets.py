@@ -98,6 +98,29 @@ HELDOUT = (50, 3)  # 50 held-out tasks for the top 3 agents
 RACING: dict[str, Any] = {"policy": "racing"}  # the `racing` branch's defaults
 HALF = "/2"
 
+# clade-tree with clade-raced's held-out race; the presets named after it with a stage size
+# differ from it in that alone.
+CLADE_TREE_RACED = Preset(
+    "clade-tree-raced",
+    "clade-tree with clade-raced's held-out race: top 8 by lineage on 24 tasks, halved in 3 rounds",
+    (SimStage(10),),
+    "hgm",
+    heldout=(24, 8),
+    heldout_rounds=3,
+    heldout_choose="tree",
+)
+
+
+def _with_stage(preset: Preset, size: int, children: str) -> Preset:
+    """`preset` with one selection stage of `size` tasks: cheaper children, more of them."""
+    return replace(
+        preset,
+        name=f"{preset.name}-{size}",
+        description=f"{preset.name} with a stage of {size} tasks: {children}, a raced pick by lineage",
+        stages=(SimStage(size),),
+    )
+
+
 _FULL: tuple[Preset, ...] = (
     Preset(BASELINE, "the Darwin Gödel Machine's default (the baseline)", DGM_STAGES),
     Preset("dgm+heldout", "dgm, its best chosen on 50 held-out tasks (top 3)", DGM_STAGES, heldout=HELDOUT),
@@ -150,40 +173,15 @@ _FULL: tuple[Preset, ...] = (
         heldout=(30, 2),
         heldout_choose="tree",
     ),
-    Preset(
-        "clade-tree-raced",
-        "clade-tree with clade-raced's held-out race: top 8 by lineage on 24 tasks, halved in 3 rounds",
-        (SimStage(10),),
-        "hgm",
-        heldout=(24, 8),
-        heldout_rounds=3,
-        heldout_choose="tree",
-    ),
+    CLADE_TREE_RACED,
     # clade-tree-raced with half the tasks per child: twice the children for the same search
-    # budget, told apart by the lineage estimate more than by their own tasks. The best measured
-    # at B/2 (docs/simulation-results.md): 3 of 6 landscapes on each of two seed sets, short of
-    # the goal; never `clusters`.
-    Preset(
-        "clade-tree-raced-5",
-        "clade-tree-raced with a stage of 5 tasks: twice the children, a raced pick by lineage",
-        (SimStage(5),),
-        "hgm",
-        heldout=(24, 8),
-        heldout_rounds=3,
-        heldout_choose="tree",
-    ),
-    # Smaller still: a child costs 3 evaluations, so the search makes three times clade-tree-raced's
-    # children. Chosen from 3, 4 and 5 tasks on seeds 0-39 and 100-139, then checked on seeds
-    # 200-239 never looked at before (docs/simulation-results.md).
-    Preset(
-        "clade-tree-raced-3",
-        "clade-tree-raced with a stage of 3 tasks: three times the children, a raced pick by lineage",
-        (SimStage(3),),
-        "hgm",
-        heldout=(24, 8),
-        heldout_rounds=3,
-        heldout_choose="tree",
-    ),
+    # budget, told apart by the lineage estimate more than by their own tasks. 3 of 6 landscapes
+    # at B/2 on each of two seed sets, never `clusters`; at B the best measured.
+    _with_stage(CLADE_TREE_RACED, 5, "twice the children"),
+    # Smaller still: three times clade-tree-raced's children. Chosen from 3, 4 and 5 tasks on
+    # seeds 0-39 and 100-139, then checked on seeds 200-239 never looked at before; the best
+    # measured at B/2, still short of the goal (docs/simulation-results.md).
+    _with_stage(CLADE_TREE_RACED, 3, "three times the children"),
     Preset("hgm", "DGM stages, Thompson sampling on clade results (HGM's parent rule)", DGM_STAGES, "hgm"),
     Preset("hgm-lean", "HGM selection, a second stage of 20 tasks", LEAN_STAGES, "hgm"),
     Preset(
