@@ -25,7 +25,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from contracts.events import CheckpointReached, CheckpointScored, kind_of
-from contracts.intervals import simultaneous_z, wilson
+from contracts.intervals import wilson
+from contracts.scores import interval
 from service import events
 from service.db.models import Evaluation, Run, RunAgent
 from service.driver import budget, heldout
@@ -106,7 +107,8 @@ class Checkpoints(PolicyDefaults):
                 continue
             compared = heldout.record_scores(session, run, {agent_id: counts})
             pick = top_agents(session, run_id=run.id, k=1)[0]
-            low, high = wilson(*counts, simultaneous_z(compared))
+            low, high = interval(*counts, compared=compared)
+            assert low is not None and high is not None  # counts hold at least one task
             scored = CheckpointScored(
                 fraction=fraction,
                 agent_id=agent_id,

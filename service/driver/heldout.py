@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 
 from contracts.config import HeldoutConfig
 from contracts.events import HeldoutFinished, HeldoutScore, HeldoutStarted, kind_of
-from contracts.intervals import simultaneous_z, wilson
+from contracts.scores import interval
 from service import events
 from service.db.models import Evaluation, Run, RunAgent
 from service.driver.family import Scored, family_estimates
@@ -178,13 +178,18 @@ def finished(session: Session, run: Run, plan: RunPlan) -> bool:
         return False
     compared = record_scores(session, run, counts)
     best = next(iter(top_agents(session, run_id=run.id, k=1)), None)
-    z = simultaneous_z(compared)
     agents = {
-        agent_id: HeldoutScore(resolved=resolved, total=total, low=round(wilson(resolved, total, z)[0], 4))
+        agent_id: HeldoutScore(resolved=resolved, total=total, low=_low(resolved, total, compared))
         for agent_id, (resolved, total) in counts.items()
     }
     events.emit(session, HeldoutFinished(agents=agents, best_agent_id=best), run_id=run.id)
     return True
+
+
+def _low(resolved: int, total: int, compared: int) -> float:
+    """The lower bound an event reports: the same interval as the API's (0 for no task)."""
+    low, _ = interval(resolved, total, compared=compared)
+    return round(low or 0.0, 4)
 
 
 def _race(session: Session, run: Run, plan: RunPlan, chosen: list[str]) -> dict[str, tuple[int, int]] | None:
