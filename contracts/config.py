@@ -242,7 +242,8 @@ class HeldoutConfig(StrictModel):
     weight (a child is its parent's code plus one edit, so its tasks say something about the
     parent; with few tasks per agent this picks fewer lucky ones), or `tree`, a posterior over
     the whole lineage whose pooling is estimated from the run's own parent-child pairs
-    (docs/configuration.md).
+    (docs/configuration.md). Until agents have held-out results, the run names its best by the
+    same reading (`service.queries.top_agents`).
     """
 
     tasks: list[Annotated[str, Field(min_length=1)]] | None = None

@@ -33,12 +33,10 @@ from contracts.events import HeldoutFinished, HeldoutScore, HeldoutStarted, kind
 from contracts.scores import interval
 from service import events
 from service.db.models import Evaluation, Run, RunAgent
-from service.driver.family import Scored, family_estimates
-from service.driver.lineage import lineage_estimates
 from service.driver.reuse import HELDOUT, create_evaluations
 from service.lifecycle import EvaluationStatus, MemberStatus
 from service.plan import RunPlan
-from service.queries import top_agents
+from service.queries import by_estimate, top_agents
 from service.selection.policy import PolicyDefaults, RunScope
 
 STARTED = kind_of(HeldoutStarted)
@@ -216,8 +214,7 @@ def _race(session: Session, run: Run, plan: RunPlan, chosen: list[str]) -> dict[
 
 def _top(session: Session, run: Run, k: int, *, choose: str) -> list[str]:
     """The `k` admitted agents by selection score (ties: the earlier), or by an estimate from
-    their relatives' results too: `family` (`service.driver.family`) or `tree`
-    (`service.driver.lineage`); ties: by selection score."""
+    their relatives' results too (`service.queries.by_estimate`)."""
     if choose == "score":
         return list(
             session.scalars(
@@ -231,20 +228,4 @@ def _top(session: Session, run: Run, k: int, *, choose: str) -> list[str]:
                 .limit(k)
             )
         )
-    # Every measured member is family (a rejected one's results count too); the admitted are
-    # the candidates.
-    measured = session.scalars(
-        select(RunAgent).where(RunAgent.run_id == run.id, RunAgent.attempted.is_not(None))
-    ).all()
-    members = [Scored(m.agent_id, m.parent_id, m.resolved or 0, m.attempted or 0) for m in measured]
-    if choose == "tree":
-        estimates = {agent_id: e.mean for agent_id, e in lineage_estimates(members).items()}
-    else:
-        estimates = family_estimates(members)
-    candidates = [
-        m
-        for m in measured
-        if m.status == MemberStatus.ADMITTED and m.score is not None and m.agent_id in estimates
-    ]
-    candidates.sort(key=lambda m: (-estimates[m.agent_id], -(m.score or 0.0), m.created_at, m.agent_id))
-    return [m.agent_id for m in candidates[:k]]
+    return by_estimate(session, run_id=run.id, choose=choose)[:k]

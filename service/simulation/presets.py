@@ -167,7 +167,7 @@ _FULL: tuple[Preset, ...] = (
     ),
     Preset(
         "clade-tree",
-        "clade, its held-out top 2 chosen by a posterior over the whole lineage (service.driver.lineage)",
+        "clade, its held-out top 2 chosen by a posterior over the whole lineage (contracts.lineage)",
         (SimStage(10),),
         "hgm",
         heldout=(30, 2),

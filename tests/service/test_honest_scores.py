@@ -22,7 +22,7 @@ from contracts.jobs import EvaluateJob
 from contracts.records import EvaluationResult
 from service.archive.export import agent_metadata
 from service.db.models import Evaluation, Event, LLMUsage, Run, StageScore
-from service.driver.family import Scored, family_estimates
+from contracts.family import Scored, family_estimates
 from service.driver.heldout import phase_cost, reserve
 from service.driver.loop import RunDriver
 from service.plan import plan_run, stored_plan
@@ -504,6 +504,24 @@ def test_a_tree_choice_keeps_a_lucky_child_when_the_runs_edits_change_scores_a_l
     world = any_world
     run_id, children = run_with_a_lucky_child(world, "tree")
     assert heldout_agents(world, run_id) == [children[1]]
+
+
+@pytest.mark.parametrize("choose", ["score", "family", "tree"])
+def test_until_held_out_results_come_the_run_names_its_best_as_it_chooses_candidates(
+    any_world: World, choose: str
+) -> None:
+    # Mid-run (the held-out phase started, nothing of it scored) the API's best agent is the
+    # agent the run's own estimate ranks first: the lucky 3/3 child by its own score and by
+    # `tree`, its parent by `family` (the tests above), never another reading of the same results.
+    world = any_world
+    run_id, children = run_with_a_lucky_child(world, choose)
+    lucky = children[1]
+    with world.sessions() as session:
+        named = top_agents(session, run_id=run_id, k=2)
+    expected = world.member(run_id, lucky).parent_id if choose == "family" else lucky
+    assert named[0] == expected
+    assert named[:1] == heldout_agents(world, run_id)
+    assert len(set(named)) == 2
 
 
 def test_the_family_estimate_pools_parent_and_children_at_half_weight() -> None:

@@ -1,4 +1,4 @@
-"""The lineage estimate (service.driver.lineage): a posterior over a run's whole tree of agents."""
+"""The lineage estimate (contracts.lineage): a posterior over a run's whole tree of agents."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from service.driver.family import Scored
-from service.driver.lineage import MIN_STEP_VARIANCE, lineage_estimates, step_variance
+from contracts.family import Scored
+from contracts.lineage import MIN_STEP_VARIANCE, lineage_estimates, step_variance
 
 FAMILY = [
     Scored("seed", None, 4, 10),

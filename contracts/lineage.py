@@ -13,14 +13,14 @@ It is estimated from the run's own parent-child pairs by the method of moments:
     E[(y_child - y_parent)^2] = tau^2 + s_child^2 + s_parent^2
 
 So a run whose edits change little pools a lot, and a run whose edits matter pools little.
-`service.driver.family` is the fixed-weight, one-generation version of the same idea.
+`contracts.family` is the fixed-weight, one-generation version of the same idea.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from service.driver.family import Scored
+from contracts.family import Scored
 
 # The smallest step variance: (0.01)^2, so that a run whose children all look alike still
 # lets an agent's own tasks count more than a distant relative's.
