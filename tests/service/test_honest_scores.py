@@ -17,12 +17,12 @@ from sqlalchemy import select
 from benchmarks.catalog import BenchmarkCatalog
 from cli.output import run_row
 from contracts.config import ConfigFieldError, HeldoutConfig, RunConfig
+from contracts.family import Scored, family_estimates
 from contracts.intervals import Z_95, simultaneous_z, wilson
 from contracts.jobs import EvaluateJob
 from contracts.records import EvaluationResult
 from service.archive.export import agent_metadata
 from service.db.models import Evaluation, Event, LLMUsage, Run, StageScore
-from contracts.family import Scored, family_estimates
 from service.driver.heldout import phase_cost, reserve
 from service.driver.loop import RunDriver
 from service.plan import plan_run, stored_plan
