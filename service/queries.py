@@ -87,8 +87,17 @@ def by_estimate(session: Session, *, run_id: str, choose: str) -> list[str]:
     selection results: `family` (`contracts.family`) or `tree` (`contracts.lineage`); ties:
     selection score, then the earlier."""
     # Every measured member is family (a rejected one's results count too); the admitted are ranked.
-    measured = session.scalars(
-        select(RunAgent).where(RunAgent.run_id == run_id, RunAgent.attempted.is_not(None))
+    # Columns, not entities: the simulator names the best at every tick.
+    measured = session.execute(
+        select(
+            RunAgent.agent_id,
+            RunAgent.parent_id,
+            RunAgent.resolved,
+            RunAgent.attempted,
+            RunAgent.status,
+            RunAgent.score,
+            RunAgent.created_at,
+        ).where(RunAgent.run_id == run_id, RunAgent.attempted.is_not(None))
     ).all()
     members = [Scored(m.agent_id, m.parent_id, m.resolved or 0, m.attempted or 0) for m in measured]
     if choose == "tree":
