@@ -311,8 +311,8 @@ class HeldoutFinished(Payload):
 
 class CheckpointReached(Payload):
     """The run's spend crossed one of its `evaluation.checkpoints` (or its search stopped before
-    it did): its best agent by selection lower bound is scored on the held-out tasks, charged to
-    the budget."""
+    it did): its best agent, by the rule its held-out phase chooses candidates by, is scored on
+    the held-out tasks, charged to the budget."""
 
     fraction: float = Field(description="The checkpoint: a fraction of the budget.")
     spent: float = Field(description="The fraction of the budget spent when it was reached.")
@@ -321,6 +321,12 @@ class CheckpointReached(Payload):
         description="That agent's Wilson lower bound on its selection tasks; null with no agent."
     )
     final: bool = Field(description="Reached because the search stopped, not by spending.")
+    chosen_by: str = Field(
+        default="score",
+        description="How the agent was chosen (`evaluation.heldout.choose`): `score`, the highest"
+        " selection lower bound; `family` or `tree`, the best by that estimate of its relatives'"
+        " results.",
+    )
 
 
 class CheckpointScored(Payload):

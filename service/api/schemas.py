@@ -109,8 +109,9 @@ class CheckpointPublic(BaseModel):
     spent: float  # the fraction of the budget spent when it was reached
     final: bool  # reached because the search stopped, not by spending
     reached_at: datetime
-    agent_id: str | None  # the best agent by selection lower bound then; null if none was admitted
-    selection_low: float | None
+    agent_id: str | None  # the run's best agent then, by `chosen_by`; null if none was admitted
+    selection_low: float | None  # its Wilson lower bound on its selection tasks
+    chosen_by: str  # score (the highest selection lower bound), family or tree (heldout.choose)
     scored_at: datetime | None = None  # null until its held-out evaluations are done
     heldout_resolved: int | None = None
     heldout_total: int | None = None

@@ -91,6 +91,7 @@ def checkpoints(session: Session, *, run: Run) -> list[CheckpointPublic]:
                 reached_at=row.created_at,
                 agent_id=at.agent_id,
                 selection_low=at.selection_low,
+                chosen_by=at.chosen_by,
             )
             continue
         done = CheckpointScored.model_validate(row.payload)

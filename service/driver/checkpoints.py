@@ -4,8 +4,11 @@ scored on the held-out tasks, so a run stopped early still names a well-measured
 `evaluation.checkpoints` lists fractions of the run's budget (`budget.max_evaluations`, or
 `budget.max_usd`; with both, whichever is nearer its end). When the spend crosses one:
 
-    reached   the admitted agent with the highest Wilson lower bound on its selection tasks
-              (ties: the higher score, then the earlier) is named in a `checkpoint_reached`
+    reached   the run's best agent by the rule its held-out phase chooses candidates by
+              (`evaluation.heldout.choose`): with `score`, the admitted agent with the highest
+              Wilson lower bound on its selection tasks (ties: the higher score, then the
+              earlier); with `family` or `tree`, the one the run names until held-out results
+              exist (`service.queries.by_estimate`). It is named in a `checkpoint_reached`
               event, and its held-out evaluations are created for the driver to send (none
               for an agent a checkpoint or the held-out phase measured already)
     scored    once they are done, its held-out result is on its row and a `checkpoint_scored`
@@ -33,7 +36,7 @@ from service.driver import budget, heldout
 from service.driver.reuse import HELDOUT
 from service.lifecycle import MemberStatus
 from service.plan import RunPlan
-from service.queries import top_agents
+from service.queries import by_estimate, top_agents
 from service.selection.policy import PolicyDefaults, RunScope
 
 REACHED = kind_of(CheckpointReached)
@@ -82,7 +85,7 @@ class Checkpoints(PolicyDefaults):
         for fraction in plan.config.evaluation.checkpoints:
             if fraction in reached or not (final or spent >= fraction):
                 continue
-            agent, low = best_by_selection_low(session, run)
+            agent, low = checkpoint_agent(session, run, choose=self._choose)
             if agent is None and not final:
                 break  # nothing admitted yet: reached once there is an agent to score
             payload = CheckpointReached(
@@ -90,6 +93,7 @@ class Checkpoints(PolicyDefaults):
                 spent=round(spent, 4),
                 agent_id=agent,
                 selection_low=None if low is None else round(low, 4),
+                chosen_by=self._choose,
                 final=final and spent < fraction,
             )
             events.emit(session, payload, run_id=run.id)
@@ -122,6 +126,10 @@ class Checkpoints(PolicyDefaults):
         session.flush()
         return complete
 
+    @property
+    def _choose(self) -> str:
+        return self.plan.heldout.choose if self.plan.heldout is not None else "score"
+
     def _missing(self, agent_id: str) -> int:
         tasks = self.plan.heldout.tasks if self.plan.heldout is not None else None
         created = self.session.scalars(
@@ -145,18 +153,23 @@ def spent_fraction(plan: RunPlan, used: budget.Spent) -> float:
     return max(shares)
 
 
+def checkpoint_agent(session: Session, run: Run, *, choose: str) -> tuple[str | None, float | None]:
+    """The agent a checkpoint scores and its Wilson lower bound on its selection evaluations: by
+    that bound with `choose: score`; else the current epoch's best by the run's estimate, the
+    agent the run names until held-out results exist (a checkpoint checks what the run would pick)."""
+    if choose == "score":
+        return best_by_selection_low(session, run)
+    members = {m.agent_id: m for m in _measured(session, run)}
+    for agent_id in by_estimate(session, run_id=run.id, choose=choose):
+        if (member := members.get(agent_id)) is not None:
+            return agent_id, wilson(member.resolved or 0, member.attempted or 0)[0]
+    return None, None
+
+
 def best_by_selection_low(session: Session, run: Run) -> tuple[str | None, float | None]:
     """The admitted agent of the run's current epoch with the highest Wilson lower bound on its
     selection evaluations (ties: the higher score, then the earlier), and that bound."""
-    members = session.scalars(
-        select(RunAgent).where(
-            RunAgent.run_id == run.id,
-            RunAgent.status == MemberStatus.ADMITTED,
-            RunAgent.epoch == run.epoch,
-            RunAgent.attempted.is_not(None),
-            RunAgent.attempted > 0,
-        )
-    ).all()
+    members = _measured(session, run)
     if not members:
         return None, None
 
@@ -165,6 +178,21 @@ def best_by_selection_low(session: Session, run: Run) -> tuple[str | None, float
 
     best = min(members, key=lambda m: (-low(m), -(m.score or 0.0), m.created_at, m.agent_id))
     return best.agent_id, low(best)
+
+
+def _measured(session: Session, run: Run) -> list[RunAgent]:
+    """The admitted agents of the run's current epoch with selection results."""
+    return list(
+        session.scalars(
+            select(RunAgent).where(
+                RunAgent.run_id == run.id,
+                RunAgent.status == MemberStatus.ADMITTED,
+                RunAgent.epoch == run.epoch,
+                RunAgent.attempted.is_not(None),
+                RunAgent.attempted > 0,
+            )
+        ).all()
+    )
 
 
 def _reached(session: Session, run: Run) -> dict[float, CheckpointReached]:

@@ -151,6 +151,44 @@ def test_the_checkpoints_keep_their_evaluations_back_from_the_budget(any_world: 
     assert world.member(run_id, world.seed).heldout_resolved == 1
 
 
+@pytest.mark.parametrize(("choose", "scored"), [("score", "first"), ("family", "second"), ("tree", "second")])
+def test_a_checkpoint_scores_the_agent_the_run_names_by_its_rule(
+    any_world: World, api: TestClient, choose: str, scored: str
+) -> None:
+    world = any_world
+    run_id = world.start(
+        stages=[{"tasks": T[:2]}],
+        budget={"max_children": 3, "max_evaluations": 16},
+        evaluation={"heldout": {"tasks": T[2:], "top_k": 1, "choose": choose}, "checkpoints": [0.5]},
+    )
+    tick_and_answer(world, {(world.seed, T[0])})  # the seed: 1/2
+    children: list[str] = []
+    for _ in range(2):  # two children in a line, each 2/2 (`best` expands the first)
+        world.driver.tick()
+        improve, _ = world.outbox.take()
+        assert [job.parent_id for job in improve] == [children[-1] if children else world.seed]
+        children.append(world.make_child(improve[0]))
+        tick_and_answer(world, {(children[-1], T[0]), (children[-1], T[1])})
+    first, second = children
+    world.driver.tick()  # the second child is admitted, a third step opens
+    with world.sessions() as session:
+        named = top_agents(session, run_id=run_id, k=1)
+    improve, _ = world.outbox.take()
+    world.make_child(improve[0])
+    # The third child's 2 evaluations bring the spend to 8 of 16: the checkpoint is reached.
+    # Both children are 2/2: by the lower bound (ties: the earlier) that is the first, while
+    # the family and lineage estimates put the second, whose parent is 2/2 too, ahead.
+    sent = tick_and_answer(world, set())
+    expected = {"first": first, "second": second}[scored]
+    assert named == [expected]  # the checkpoint checks the agent the run named
+    assert sorted((job.agent_id, job.task_id) for job in sent if job.task_id in T[2:]) == sorted(
+        (expected, task) for task in T[2:]
+    )
+    checkpoint = api.get(f"/api/runs/{run_id}").json()["checkpoints"][0]
+    assert (checkpoint["agent_id"], checkpoint["chosen_by"]) == (expected, choose)
+    assert checkpoint["selection_low"] == pytest.approx(wilson(2, 2)[0], abs=1e-4)
+
+
 @pytest.mark.parametrize(
     ("evaluation", "budget", "field"),
     [
