@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import case, distinct, func, select
 from sqlalchemy.orm import Session
 
 from contracts.vocabulary import EvaluationPurpose
@@ -14,7 +14,7 @@ from service import events, experience
 from service.db.models import Evaluation, Run, RunAgent, Step
 from service.lifecycle import STEP_IN_FLIGHT, EvaluationStatus, MemberStatus
 from service.selection.costs import CostModel, CostSample
-from service.selection.ledger import EvaluationView, MemberView, StepView
+from service.selection.ledger import AgentTally, EvaluationView, MemberView, StepView
 
 
 class DatabaseLedger:
@@ -37,29 +37,54 @@ class DatabaseLedger:
         return self.run.epoch
 
     def members(self) -> list[MemberView]:
-        rows = self.session.scalars(
-            select(RunAgent).where(RunAgent.run_id == self.run.id).order_by(RunAgent.agent_id)
+        # Columns, not entities (here and below): a policy may read the run at every move.
+        rows = self.session.execute(
+            select(
+                RunAgent.agent_id,
+                RunAgent.parent_id,
+                RunAgent.status,
+                RunAgent.step_number,
+                RunAgent.score,
+                RunAgent.epoch,
+                RunAgent.island,
+                RunAgent.niche,
+            )
+            .where(RunAgent.run_id == self.run.id)
+            .order_by(RunAgent.agent_id)
         )
         return [
             MemberView(
-                agent_id=m.agent_id,
-                parent_id=m.parent_id,
-                admitted=m.status == MemberStatus.ADMITTED,
-                step_number=m.step_number,
-                score=m.score,
-                epoch=m.epoch,
-                island=m.island,
-                niche=m.niche,
+                agent_id=agent_id,
+                parent_id=parent_id,
+                admitted=status == MemberStatus.ADMITTED,
+                step_number=step_number,
+                score=score,
+                epoch=epoch,
+                island=island,
+                niche=niche,
             )
-            for m in rows
+            for agent_id, parent_id, status, step_number, score, epoch, island, niche in rows
         ]
 
     def steps(self) -> list[StepView]:
-        rows = self.session.scalars(select(Step).where(Step.run_id == self.run.id).order_by(Step.number))
-        return [step_view(step) for step in rows]
+        rows = self.session.execute(
+            select(Step.number, Step.parent_id, Step.status, Step.group_id, Step.kind, Step.second_parent_id)
+            .where(Step.run_id == self.run.id)
+            .order_by(Step.number)
+        )
+        return [
+            StepView(
+                number=number,
+                parent_id=parent_id,
+                in_flight=status in STEP_IN_FLIGHT,
+                group_id=group_id,
+                kind=kind,
+                second_parent_id=second_parent_id,
+            )
+            for number, parent_id, status, group_id, kind, second_parent_id in rows
+        ]
 
     def evaluations(self, agent_ids: Sequence[str]) -> list[EvaluationView]:
-        # Columns, not entities: a policy may read every evaluation of the run at each move.
         rows = self.session.execute(
             select(
                 Evaluation.agent_id,
@@ -88,6 +113,34 @@ class DatabaseLedger:
             )
             for agent_id, task_id, trial, purpose, status, resolved in rows
         ]
+
+    def tallies(self) -> dict[str, AgentTally]:
+        pending = Evaluation.status == EvaluationStatus.PENDING
+        rows = self.session.execute(
+            select(
+                Evaluation.agent_id,
+                func.count(),
+                func.count().filter(
+                    Evaluation.status == EvaluationStatus.DONE, Evaluation.resolved.is_(True)
+                ),
+                func.count().filter(
+                    Evaluation.status == EvaluationStatus.DONE, Evaluation.resolved.is_not(True)
+                ),
+                func.count(distinct(Evaluation.task_id)),
+                func.count(distinct(case((pending, Evaluation.task_id)))),
+            )
+            .where(
+                Evaluation.run_id == self.run.id,
+                Evaluation.epoch == self.run.epoch,
+                Evaluation.purpose != EvaluationPurpose.HELDOUT,
+                Evaluation.status.in_([EvaluationStatus.PENDING, EvaluationStatus.DONE]),
+            )
+            .group_by(Evaluation.agent_id)
+        )
+        return {
+            agent_id: AgentTally(sent, passes, fails, tasks, pending_tasks)
+            for agent_id, sent, passes, fails, tasks, pending_tasks in rows
+        }
 
     def events(self, kind: str) -> list[dict[str, Any]]:
         return events.recorded(self.session, run_id=self.run.id, kind=kind)

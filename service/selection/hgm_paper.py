@@ -32,33 +32,20 @@ the ledger), never in the strategy object; each draw's random stream is seeded f
 from __future__ import annotations
 
 import random
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 from pydantic import Field
 
 from service.selection.base import Candidate, StrategyBase
 from service.selection.hgm import Hgm
-from service.selection.ledger import EvaluationView
+from service.selection.ledger import AgentTally
 from service.selection.policy import EXPAND, Measure, Move, RunScope, StageView, Wait
 
 HELDOUT = "heldout"  # held-out results never feed the search (service.driver.reuse.HELDOUT)
 DEFAULT_MAX_EVALUATIONS = 800  # HGM's config.yaml: execution.max_task_evals
 FIRST_EXPANSIONS_CAP = 5  # hgm.py: min(5, int(max_workers ** alpha)) children before any measure
-
-
-@dataclass
-class Record:
-    """One agent's own results in the current epoch: finished passes and fails, the tasks it was
-    given, those still pending, and its evaluations (each trial counts)."""
-
-    passes: int = 0
-    fails: int = 0
-    seen: set[str] = field(default_factory=set)
-    pending: set[str] = field(default_factory=set)
-    evaluations: int = 0
 
 
 @dataclass(frozen=True)
@@ -69,8 +56,11 @@ class Books:
     admitted: tuple[str, ...]  # in the order they were made (the seed first), as HGM's tree lists them
     children_made: int  # admitted agents other than the seed
     steps_in_flight: tuple[int, ...]  # the numbers of the steps in flight
-    records: Mapping[str, Record]
+    records: Mapping[str, AgentTally]  # each agent's own results (held-out ones never count)
     evaluations: int  # every non-held-out evaluation of the epoch, done or pending
+
+    def record(self, agent_id: str) -> AgentTally:
+        return self.records.get(agent_id, NOTHING)
 
     @property
     def child_evaluations(self) -> int:
@@ -80,42 +70,35 @@ class Books:
     @property
     def measuring(self) -> int:
         """Task measurements under way (one worker each)."""
-        return sum(len(self.records[agent].pending) for agent in self.admitted if agent in self.records)
+        return sum(self.record(agent).pending_tasks for agent in self.admitted)
 
     def parents(self) -> list[str]:
         """Agents HGM may expand: a finite, positive mean of their own (at least one pass)."""
-        return [a for a in self.admitted if self.records.get(a, Record()).passes > 0]
+        return [a for a in self.admitted if self.record(a).passes > 0]
+
+
+NOTHING = AgentTally()
 
 
 def read_books(scope: RunScope) -> Books:
     ledger = scope.ledger
-    members = ledger.members()
-    made = sorted((m for m in members if m.admitted), key=lambda m: (m.step_number or 0, m.agent_id))
+    made = sorted((m for m in ledger.members() if m.admitted), key=lambda m: (m.step_number or 0, m.agent_id))
     admitted = tuple(m.agent_id for m in made)
-    records: dict[str, Record] = defaultdict(Record)
-    rows: list[EvaluationView] = ledger.evaluations([m.agent_id for m in members]) if members else []
-    count = 0
-    for row in rows:
-        if row.purpose == HELDOUT:
-            continue
-        count += 1
-        record = records[row.agent_id]
-        record.evaluations += 1
-        record.seen.add(row.task_id)
-        if not row.done:
-            record.pending.add(row.task_id)
-        elif row.resolved:
-            record.passes += 1
-        else:
-            record.fails += 1
+    # Counts, not rows: the loop reads the whole run at every move, a few times a tick.
+    records = ledger.tallies()
     return Books(
         seed=ledger.seed_agent_id,
         admitted=admitted,
         children_made=sum(1 for a in admitted if a != ledger.seed_agent_id),
         steps_in_flight=tuple(s.number for s in ledger.steps() if s.in_flight),
-        records=dict(records),
-        evaluations=count,
+        records=records,
+        evaluations=sum(r.evaluations for r in records.values()),
     )
+
+
+def tasks_given(scope: RunScope, agent_id: str) -> set[str]:
+    """The tasks `agent_id` was given in the epoch (held-out ones left out), done or pending."""
+    return {row.task_id for row in scope.ledger.evaluations([agent_id]) if row.purpose != HELDOUT}
 
 
 def pool_of(stages: Sequence[StageView]) -> list[str]:
@@ -133,7 +116,7 @@ def first_expansions(parallelism: int, alpha: float) -> int:
     return min(FIRST_EXPANSIONS_CAP, int(parallelism**alpha))
 
 
-def thompson_pick(records: Mapping[str, Record], agents: Sequence[str], rng: random.Random) -> str:
+def thompson_pick(records: Mapping[str, AgentTally], agents: Sequence[str], rng: random.Random) -> str:
     """The agent whose draw from Beta(1 + passes, 1 + fails) of its own results is largest; the
     draws are made in the order of `agents` (the order agents were made: a replay of the run on
     another archive, with other agent ids, draws the same)."""
@@ -193,13 +176,14 @@ class HgmPaper(StrategyBase):
         if expansion_due(books.child_evaluations, nodes, self.alpha):
             return EXPAND
         pool = pool_of(scope.plan.stages)
-        measurable = [a for a in books.admitted if len(books.records.get(a, Record()).seen) < len(pool)]
+        measurable = [a for a in books.admitted if books.record(a).tasks < len(pool)]
         if not measurable:
             # Every agent has seen every task: HGM's worker would idle; a new child can be measured.
             return EXPAND
         rng = random.Random(f"{scope.plan.rng_seed}:hgm-paper:{books.evaluations}:{number}:{len(chosen)}")
-        records = {a: books.records.get(a, Record()) for a in measurable}
+        records = {a: books.record(a) for a in measurable}
         agent = thompson_pick(records, measurable, rng)
-        unseen = [task for task in pool if task not in records[agent].seen]
+        seen = tasks_given(scope, agent)
+        unseen = [task for task in pool if task not in seen]
         task = rng.choice(unseen) if rng.random() < self.eval_random_level else unseen[0]
         return Measure(agent_id=agent, task_ids=(task,))

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from service.selection.costs import CostModel
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MemberView:
     """An agent of the run (admitted or not): `step_number` is that of the step that made it
     (0 for the seed; None for an agent not made by a step of this run)."""
@@ -31,7 +31,7 @@ class MemberView:
     niche: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StepView:
     """A step of the run: `in_flight` while its child is being made or scored; `kind` as the
     API shows it ("improve", "crossover", "hyper")."""
@@ -44,7 +44,7 @@ class StepView:
     second_parent_id: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class EvaluationView:
     """One evaluation of an agent in the run's current epoch; `resolved` is None until `done`."""
 
@@ -54,6 +54,19 @@ class EvaluationView:
     purpose: str  # "selection" for the stages; re-scoring and held-out ones are listed too
     done: bool
     resolved: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentTally:
+    """An agent's evaluations of the run's current epoch, held-out ones left out, counted: every
+    trial sent (`evaluations`), the finished ones resolved (`passes`) and not (`fails`), and the
+    distinct tasks it was given (`tasks`) and still waits on (`pending_tasks`)."""
+
+    evaluations: int = 0
+    passes: int = 0
+    fails: int = 0
+    tasks: int = 0
+    pending_tasks: int = 0
 
 
 class RunLedger(Protocol):
@@ -80,6 +93,12 @@ class RunLedger(Protocol):
 
     def evaluations(self, agent_ids: Sequence[str]) -> list[EvaluationView]:
         """The current epoch's evaluations of these agents, done or pending."""
+        ...
+
+    def tallies(self) -> dict[str, AgentTally]:
+        """Each agent's tally of its current epoch's evaluations (held-out ones left out), by
+        agent id; agents without one are missing. A count the database makes, for a policy that
+        reads the whole run at every move."""
         ...
 
     def events(self, kind: str) -> list[dict[str, Any]]:

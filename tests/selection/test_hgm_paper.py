@@ -17,7 +17,7 @@ import pytest
 from pydantic import ValidationError
 
 from service.selection import Candidate, Expand, HgmPaper, Measure, RunScope, StepContext, Wait, make_strategy
-from service.selection.ledger import EvaluationView, MemberView, StepView
+from service.selection.ledger import AgentTally, EvaluationView, MemberView, StepView
 from service.selection.thompson import beta_max_probabilities
 
 SEED = "s" * 40
@@ -66,6 +66,19 @@ class Books:
 
     def evaluations(self, agent_ids: Sequence[str]) -> list[EvaluationView]:
         return [row for row in self.rows if row.agent_id in agent_ids]
+
+    def tallies(self) -> dict[str, AgentTally]:
+        counted: dict[str, AgentTally] = {}
+        for agent in {row.agent_id for row in self.rows}:
+            rows = [row for row in self.rows if row.agent_id == agent and row.purpose != "heldout"]
+            counted[agent] = AgentTally(
+                evaluations=len(rows),
+                passes=sum(1 for row in rows if row.done and row.resolved),
+                fails=sum(1 for row in rows if row.done and not row.resolved),
+                tasks=len({row.task_id for row in rows}),
+                pending_tasks=len({row.task_id for row in rows if not row.done}),
+            )
+        return counted
 
     def add_member(self, agent_id: str, parent_id: str | None, step: int) -> None:
         member = MemberView(agent_id, parent_id, True, step, None, 0, None, None)
