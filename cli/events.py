@@ -93,7 +93,12 @@ def _checkpoint_reached(event: ev.CheckpointReachedEvent) -> str:
     when = "search stopped" if p.final else f"{p.spent:.0%} of the budget spent"
     if p.agent_id is None:
         return f"checkpoint {p.fraction:g} ({when}): no agent admitted yet"
-    return f"checkpoint {p.fraction:g} ({when}): {short(p.agent_id)} to be scored on the held-out tasks"
+    rule = {"score": "selection lower bound", "family": "family estimate", "tree": "lineage estimate"}
+    by = rule.get(p.chosen_by, p.chosen_by)
+    agent = short(p.agent_id)
+    return (
+        f"checkpoint {p.fraction:g} ({when}): {agent}, the best by {by}, to be scored on the held-out tasks"
+    )
 
 
 def _checkpoint_scored(event: ev.CheckpointScoredEvent) -> str:

@@ -14,6 +14,8 @@ from pydantic import ValidationError
 from sqlalchemy import select
 
 from benchmarks.catalog import BenchmarkCatalog
+from cli.events import describe_event
+from cli.output import short
 from contracts.config import ConfigFieldError, RunConfig
 from contracts.intervals import simultaneous_z, wilson
 from contracts.jobs import EvaluateJob
@@ -187,6 +189,11 @@ def test_a_checkpoint_scores_the_agent_the_run_names_by_its_rule(
     checkpoint = api.get(f"/api/runs/{run_id}").json()["checkpoints"][0]
     assert (checkpoint["agent_id"], checkpoint["chosen_by"]) == (expected, choose)
     assert checkpoint["selection_low"] == pytest.approx(wilson(2, 2)[0], abs=1e-4)
+    # `clade run watch` says which rule chose it.
+    feed = api.get(f"/api/runs/{run_id}/events", params={"limit": 1000}).json()
+    line = describe_event(next(e for e in feed if e["kind"] == "checkpoint_reached"))
+    rule = {"score": "selection lower bound", "family": "family estimate", "tree": "lineage estimate"}
+    assert f"{short(expected)}, the best by {rule[choose]}, to be scored on the held-out tasks" in line
 
 
 @pytest.mark.parametrize(
