@@ -180,7 +180,8 @@ _FULL: tuple[Preset, ...] = (
     _with_stage(CLADE_TREE_RACED, 5, "twice the children"),
     # Smaller still: three times clade-tree-raced's children. Chosen from 3, 4 and 5 tasks on
     # seeds 0-39 and 100-139, then checked on seeds 200-239 never looked at before; the best
-    # measured at B/2, still short of the goal (docs/simulation-results.md).
+    # measured at B/2 (3 to 5 of 6 landscapes on four seed sets, never `clusters`), still short of the goal
+    # (docs/simulation-results.md).
     _with_stage(CLADE_TREE_RACED, 3, "three times the children"),
     Preset("hgm", "DGM stages, Thompson sampling on clade results (HGM's parent rule)", DGM_STAGES, "hgm"),
     Preset("hgm-lean", "HGM selection, a second stage of 20 tasks", LEAN_STAGES, "hgm"),
