@@ -140,6 +140,12 @@ class RunPlan:
         return self.config.evaluation.heldout
 
     @property
+    def choose(self) -> str:
+        """How the run reads selection results to name its best (`heldout.choose`): by selection
+        score, or by the `family` or `tree` estimate; `score` without a held-out set."""
+        return self.heldout.choose if self.heldout is not None else "score"
+
+    @property
     def trials(self) -> int:
         return self.config.evaluation.trials
 

@@ -64,7 +64,7 @@ def top_agents(session: Session, *, run_id: str, k: int) -> list[str]:
     named = [m.agent_id for m in heldout][:k]
     wanted = max(0, k - len(named))
     rest_where = [*admitted, or_(RunAgent.heldout_total.is_(None), RunAgent.heldout_total == 0)]
-    choose = _choose(get_run(session, run_id=run_id))
+    choose = stored_plan(get_run(session, run_id=run_id)).choose
     if choose != "score":
         rows = session.execute(select(RunAgent.agent_id, RunAgent.epoch).where(*rest_where))
         epoch = {agent_id: number for agent_id, number in rows}
@@ -113,12 +113,6 @@ def by_estimate(session: Session, *, run_id: str, choose: str) -> list[str]:
     ]
     ranked.sort(key=lambda m: (-estimates[m.agent_id], -(m.score or 0.0), m.created_at, m.agent_id))
     return [m.agent_id for m in ranked]
-
-
-def _choose(run: Run) -> str:
-    """How the run reads selection results: its held-out phase's `choose` (`score` without one)."""
-    heldout = stored_plan(run).config.evaluation.heldout
-    return heldout.choose if heldout is not None else "score"
 
 
 def lineage_ids(session: Session, *, agent_id: str) -> list[str]:

@@ -85,7 +85,7 @@ class Checkpoints(PolicyDefaults):
         for fraction in plan.config.evaluation.checkpoints:
             if fraction in reached or not (final or spent >= fraction):
                 continue
-            agent, low = checkpoint_agent(session, run, choose=self._choose)
+            agent, low = checkpoint_agent(session, run, choose=self.plan.choose)
             if agent is None and not final:
                 break  # nothing admitted yet: reached once there is an agent to score
             payload = CheckpointReached(
@@ -93,7 +93,7 @@ class Checkpoints(PolicyDefaults):
                 spent=round(spent, 4),
                 agent_id=agent,
                 selection_low=None if low is None else round(low, 4),
-                chosen_by=self._choose,
+                chosen_by=self.plan.choose,
                 final=final and spent < fraction,
             )
             events.emit(session, payload, run_id=run.id)
@@ -125,10 +125,6 @@ class Checkpoints(PolicyDefaults):
             events.emit(session, scored, run_id=run.id)
         session.flush()
         return complete
-
-    @property
-    def _choose(self) -> str:
-        return self.plan.heldout.choose if self.plan.heldout is not None else "score"
 
     def _missing(self, agent_id: str) -> int:
         tasks = self.plan.heldout.tasks if self.plan.heldout is not None else None
