@@ -14,6 +14,7 @@ its held-out phase chose to score, which tells where a pick below the archive's 
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from dataclasses import asdict, dataclass, field
@@ -209,8 +210,11 @@ def simulate(preset: Preset, landscape_config: LandscapeConfig, seed: int, budge
             for improve in outbox.improve:
                 worker.improve(session, improve)
             # Results of distinct evaluations read nothing the others write: one flush for them all.
+            # In an order of their own: the driver sends a tick's evaluations by creation time, ties
+            # broken by random ids, and a run cut at its budget must answer the same ones every time.
+            answered = sorted(outbox.evaluate, key=lambda job: (job.agent_id, job.task_id))
             with session.no_autoflush:
-                for evaluate in outbox.evaluate[: limit - result.evaluations]:
+                for evaluate in answered[: limit - result.evaluations]:
                     worker.evaluate(session, evaluate)
                     result.evaluations += 1
         with sessions() as session:
@@ -235,8 +239,9 @@ def simulate(preset: Preset, landscape_config: LandscapeConfig, seed: int, budge
         # The budget counts evaluations run; copies of identical code's results cost nothing.
         result.done_in_database, result.reused = counts.get(True, 0), counts.get(False, 0)
         # What the worker reported reached the database (reused rows cost nothing).
-        result.cost_in_database = float(
-            session.scalar(select(func.sum(Evaluation.cost_usd)).where(Evaluation.run_id == run_id)) or 0.0
+        result.cost_in_database = math.fsum(
+            cost or 0.0
+            for cost in session.scalars(select(Evaluation.cost_usd).where(Evaluation.run_id == run_id))
         )
     result.mutations = {kind.value: worker.mutations[kind] for kind in Mutation}
     result.cost_usd, result.task_seconds = worker.cost_usd, worker.seconds

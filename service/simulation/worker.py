@@ -16,6 +16,7 @@ repeat), never by the order jobs arrive in, so a seed gives the same run every t
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 from collections import Counter
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from contracts.records import Durations, EvaluationResult, EvaluationSubmission,
 from service.archive.store import record_child
 from service.db.models import Agent, Step
 from service.results import record_evaluation, reject_step
-from service.simulation.landscape import Landscape, Mutation
+from service.simulation.landscape import Landscape, Mutation, TaskCost
 
 INVALID_REASON = "simulated: the child failed validation"
 
@@ -50,9 +51,26 @@ class SimulatedWorker:
     truth: dict[str, AgentTruth] = field(default_factory=dict)
     mutations: Counter[Mutation] = field(default_factory=Counter)
     seed_id: str = ""
-    cost_usd: float = 0.0  # what the evaluations answered cost, as reported
-    seconds: float = 0.0  # their wall time, as reported
     _repeats: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    # Summed exactly (fsum): the order in which a tick's jobs are answered may differ between
+    # processes, and a run must give the same numbers whichever it was.
+    @property
+    def cost_usd(self) -> float:
+        """What the evaluations answered cost, as reported."""
+        return math.fsum(self._task_cost(t).usd * n for (_, t), n in self._repeats.items())
+
+    @property
+    def seconds(self) -> float:
+        """Their wall time, as reported."""
+        return math.fsum(self._task_cost(t).seconds * n for (_, t), n in self._repeats.items())
+
+    def _task_cost(self, task_id: str) -> TaskCost:
+        return self.landscape.cost[self._task(task_id)]
+
+    @staticmethod
+    def _task(task_id: str) -> int:
+        return int(task_id.rsplit("-", 1)[1])
 
     def add_seed(self, session: Session) -> str:
         """The seed agent's row (as a seed import would write it, without git); its id."""
@@ -107,12 +125,10 @@ class SimulatedWorker:
         key = (job.agent_id, job.task_id)
         repeat = self._repeats[key]
         self._repeats[key] += 1
-        task = int(job.task_id.rsplit("-", 1)[1])
+        task = self._task(job.task_id)
         chance = self.landscape.chance(self.truth[job.agent_id].logits, task)
         rng = random.Random(f"evaluate:{self.seed}:{job.agent_id}:{job.task_id}:{repeat}")
         cost = self.landscape.cost[task]
-        self.cost_usd += cost.usd
-        self.seconds += cost.seconds
         record_evaluation(
             session,
             evaluation_id=job.evaluation_id,
