@@ -61,7 +61,11 @@ def sim(
     ] = None,
     jobs: Annotated[int, typer.Option(min=1, help="Processes running seeds side by side.")] = 2,
     load: Annotated[
-        Path | None, typer.Option(help="Run nothing: write the tables and plots from an earlier runs.json.")
+        list[Path] | None,
+        typer.Option(
+            help="Run nothing: write the tables and plots from an earlier runs.json (repeatable: "
+            "sittings run in pieces are joined; a run two of them hold must be the same run)."
+        ),
     ] = None,
 ) -> None:
     """Run presets with the real driver against a simulated worker; write tables and plots.
@@ -73,7 +77,7 @@ def sim(
     from service.simulation.landscape import LANDSCAPES, LandscapeConfig
     from service.simulation.landscape_file import LandscapeFileError, resolve_landscape
     from service.simulation.presets import BASELINE, PRESETS, get_preset, main_presets
-    from service.simulation.runner import SimResult
+    from service.simulation.sittings import SittingFileError, join_sittings, read_sitting
 
     folder = out if out is not None else _default_out()
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
@@ -118,13 +122,14 @@ def sim(
             highlight=False,
         )
 
-    if load is not None:
-        saved = json.loads(load.read_text())
-        results = [SimResult.from_json(r) for r in saved["results"]]
-        wall, jobs, command, sitting = saved["wall_s"], saved["jobs"], saved["command"], saved["sitting"]
-        budget = results[0].budget
+    if load:
+        try:
+            joined = join_sittings([(path, read_sitting(path)) for path in load])
+        except SittingFileError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--load") from None
+        results, wall, jobs = joined.results, joined.wall_s, joined.jobs
+        command, sitting, skipped = joined.command, joined.sitting, joined.skipped
         names = list(dict.fromkeys(r.landscape for r in results))
-        skipped = saved.get("skipped", {})
     else:
         command = "clade " + " ".join(shlex.quote(a) for a in sys.argv[1:])
         sitting = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
