@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from service.simulation.presets import BASELINE, PRESETS
 from service.simulation.runner import SimResult
 
 # What can differ between two runs of the same job: how long it took.
@@ -54,6 +55,11 @@ def read_sitting(path: Path) -> Sitting:
         raise SittingFileError(f"{path}: a saved run cannot be read ({exc})") from None
     if not results:
         raise SittingFileError(f"{path}: holds no runs")
+    unknown = sorted({r.preset for r in results} - set(PRESETS))
+    if unknown:
+        raise SittingFileError(f"{path}: runs of presets this version does not know: {', '.join(unknown)}")
+    if BASELINE not in {r.preset for r in results}:
+        raise SittingFileError(f"{path}: holds no runs of the baseline ({BASELINE}) to compare with")
     return Sitting(
         command=str(saved["command"]),
         sitting=str(saved["sitting"]),

@@ -296,6 +296,14 @@ def test_a_comparison_run_in_pieces_gives_the_tables_of_one_sitting(tmp_path: Pa
     (tmp_path / "broken.json").write_text('{"command": "clade sim"')
     assert "broken.json: not a runs.json" in refused(first, tmp_path / "broken.json")
     assert "missing.json: cannot be read" in refused(tmp_path / "missing.json")
+    forged["preset"] = "dgm-next-year"
+    (tmp_path / "newer.json").write_text(json.dumps(saved))
+    assert "newer.json: runs of presets this version does not know: dgm-next-year" in refused(
+        tmp_path / "newer.json"
+    )
+    saved["results"] = [r for r in saved["results"] if r["preset"] not in ("dgm", "dgm-next-year")]
+    (tmp_path / "alone.json").write_text(json.dumps(saved))
+    assert "alone.json: holds no runs of the baseline (dgm)" in refused(tmp_path / "alone.json")
 
 
 def test_a_seed_gives_the_same_run_every_time() -> None:
