@@ -51,8 +51,16 @@ def read_sitting(path: Path) -> Sitting:
         raise SittingFileError(f"{path}: not a runs.json written by `clade sim` (no {', '.join(missing)})")
     try:
         results = [SimResult.from_json(dict(r)) for r in saved["results"]]
+        sitting = Sitting(
+            command=str(saved["command"]),
+            sitting=str(saved["sitting"]),
+            wall_s=float(saved["wall_s"]),
+            jobs=int(saved["jobs"]),
+            results=results,
+            skipped=dict(saved.get("skipped", {})),
+        )
     except (TypeError, KeyError, ValueError) as exc:
-        raise SittingFileError(f"{path}: a saved run cannot be read ({exc})") from None
+        raise SittingFileError(f"{path}: not a runs.json written by `clade sim` ({exc})") from None
     if not results:
         raise SittingFileError(f"{path}: holds no runs")
     unknown = sorted({r.preset for r in results} - set(PRESETS))
@@ -60,14 +68,7 @@ def read_sitting(path: Path) -> Sitting:
         raise SittingFileError(f"{path}: runs of presets this version does not know: {', '.join(unknown)}")
     if BASELINE not in {r.preset for r in results}:
         raise SittingFileError(f"{path}: holds no runs of the baseline ({BASELINE}) to compare with")
-    return Sitting(
-        command=str(saved["command"]),
-        sitting=str(saved["sitting"]),
-        wall_s=float(saved["wall_s"]),
-        jobs=int(saved["jobs"]),
-        results=results,
-        skipped=dict(saved.get("skipped", {})),
-    )
+    return sitting
 
 
 def join_sittings(pieces: Sequence[tuple[Path, Sitting]]) -> Sitting:

@@ -296,6 +296,8 @@ def test_a_comparison_run_in_pieces_gives_the_tables_of_one_sitting(tmp_path: Pa
     (tmp_path / "broken.json").write_text('{"command": "clade sim"')
     assert "broken.json: not a runs.json" in refused(first, tmp_path / "broken.json")
     assert "missing.json: cannot be read" in refused(tmp_path / "missing.json")
+    (tmp_path / "odd.json").write_text(json.dumps({**saved, "wall_s": "an hour"}))
+    assert "odd.json: not a runs.json" in refused(tmp_path / "odd.json")
     forged["preset"] = "dgm-next-year"
     (tmp_path / "newer.json").write_text(json.dumps(saved))
     assert "newer.json: runs of presets this version does not know: dgm-next-year" in refused(
