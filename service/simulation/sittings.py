@@ -98,13 +98,15 @@ def join_sittings(pieces: Sequence[tuple[Path, Sitting]]) -> Sitting:
                     f"{path} and {held[key][0]} both ran {result.preset} on {result.landscape}, seed "
                     f"{result.seed}, and got different runs: they come from different code or settings"
                 )
+    ran = {result.preset for _, result in held.values()}
     return Sitting(
         command="; ".join(dict.fromkeys(piece.command for _, piece in pieces)),
         sitting=", ".join(dict.fromkeys(piece.sitting for _, piece in pieces)),
         wall_s=sum(piece.wall_s for _, piece in pieces),
         jobs=max(piece.jobs for _, piece in pieces),
         results=[result for _, result in held.values()],
-        skipped={name: why for _, piece in pieces for name, why in piece.skipped.items()},
+        # A preset one piece could not run and another did is not "not run".
+        skipped={name: why for _, p in pieces for name, why in p.skipped.items() if name not in ran},
     )
 
 
