@@ -8,6 +8,7 @@ itself is bounded before the parser sees it. Every refusal is a YamlInputError s
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -55,6 +56,15 @@ class _BoundedLoader(yaml.SafeLoader):
             if nests:
                 self._depth -= 1
         return node
+
+
+# YAML 1.1 (PyYAML) reads `1e-3` and `2.5e3` as strings: its floats need a dot and a signed
+# exponent. People write them as JSON and YAML 1.2 do, so those forms are floats here too.
+_BoundedLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
 
 
 def load_yaml(text: str, *, max_chars: int = MAX_YAML_CHARS) -> Any:

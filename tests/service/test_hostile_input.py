@@ -11,6 +11,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+import yaml
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
@@ -43,6 +44,13 @@ def test_yaml_loader_refuses_aliases_depth_and_length() -> None:
     ]:
         with pytest.raises(YamlInputError, match=problem.replace("(", r"\(").replace(")", r"\)")):
             load_yaml(text)
+
+
+def test_yaml_reads_numbers_with_an_exponent_as_json_does() -> None:
+    # PyYAML alone reads these as strings (YAML 1.1 wants `1.0e+3`), so `cost_usd: 1e-3` was refused.
+    text = "a: 1e-3\nb: 2.5E3\nc: -1e+2\nd: .5e1\ne: '1e3'\nf: 1e\ng: 12\n"
+    assert load_yaml(text) == {"a": 0.001, "b": 2500.0, "c": -100.0, "d": 5.0, "e": "1e3", "f": "1e", "g": 12}
+    assert yaml.safe_load("a: 1e3\n") == {"a": "1e3"}  # PyYAML's own loader is left as it is
 
 
 def test_parse_config_is_for_admins_and_refuses_bombs(service: AppService) -> None:
