@@ -106,6 +106,14 @@ def sim(
     for name, reason in skipped.items():
         err_console.print(f"[yellow]not run: {name}: {reason}[/yellow]", highlight=False)
     runnable = [p for p in chosen if p.available]
+    for land in landscapes:
+        short = [f"{p.name} (needs {p.tasks_needed()})" for p in runnable if p.tasks_needed() > land.tasks]
+        if short:
+            raise typer.BadParameter(
+                f"landscape {land.name!r} has {land.tasks} tasks, too few for {', '.join(short)} "
+                "(a run's stage and held-out tasks never overlap)",
+                param_hint="--landscape",
+            )
     count = seeds if seeds is not None else FULL_SEEDS if full else 2
     seed_range = range(first_seed, first_seed + count)
     work = [Job(p.name, land, seed, budget) for land in landscapes for p in runnable for seed in seed_range]

@@ -52,6 +52,29 @@ class Mutation(StrEnum):
     STEPPING = "stepping"  # a loss now that unlocks large gains for the child's descendants
 
 
+# Far above any real benchmark (SWE-bench has 2,294 tasks); each agent keeps a chance per task.
+MAX_TASKS = 20_000
+# Parameters on a log scale (log-odds; `cost_sd` in log dollars): past +/-20 a chance is 0 or 1
+# to nine digits and a cost factor is 10^8, so larger values only overflow. `cluster_gain`
+# multiplies a shift and is bounded the same way.
+LOGIT_SCALE = (
+    "difficulty_sd",
+    "small_mean",
+    "small_sd",
+    "harmful_mean",
+    "large_mean",
+    "effect_sd",
+    "jitter_sd",
+    "stepping_mean",
+    "unlocked_large_mean",
+    "cost_sd",
+    "cluster_gain",
+)
+MAX_LOGIT_SHIFT = 20.0
+# A task costs at most $10,000, a day of wall time, at $10,000 per million tokens.
+MAX_COST = {"cost_usd": 10_000.0, "seconds": 86_400.0, "usd_per_mtok": 10_000.0}
+
+
 @dataclass(frozen=True)
 class LandscapeConfig:
     name: str = "default"
@@ -92,7 +115,12 @@ class LandscapeConfig:
             )
         if not 0.0 <= self.unlocked_large_gain <= 1.0 - (named - self.large_gain):
             raise ValueError("unlocked_large_gain must be >= 0 and fit beside the other mutation shares")
-        if self.tasks < 1 or self.clusters < 1 or self.clusters > self.tasks:
+        for name, value in vars(self).items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value}")
+        if not 1 <= self.tasks <= MAX_TASKS:
+            raise ValueError(f"tasks must lie between 1 and {MAX_TASKS:,}, got {self.tasks:,}")
+        if self.clusters < 1 or self.clusters > self.tasks:
             raise ValueError("need 1 <= clusters <= tasks")
         if not 0.0 < self.seed_score < 1.0:
             raise ValueError("seed_score must lie strictly between 0 and 1")
@@ -107,6 +135,12 @@ class LandscapeConfig:
         for positive in ("cost_usd", "seconds", "usd_per_mtok", "cluster_gain"):
             if getattr(self, positive) <= 0:
                 raise ValueError(f"{positive} must be > 0")
+        for name in LOGIT_SCALE:
+            if abs(getattr(self, name)) > MAX_LOGIT_SHIFT:
+                raise ValueError(f"{name} must lie within +/-{MAX_LOGIT_SHIFT:g} (it is on a log scale)")
+        for name, most in MAX_COST.items():
+            if getattr(self, name) > most:
+                raise ValueError(f"{name} must be at most {most:g}")
 
 
 LANDSCAPES: dict[str, LandscapeConfig] = {

@@ -51,6 +51,10 @@ class Preset:
     # The run is told its budget (`budget.max_evaluations`), for strategies that plan by it.
     budget_in_config: bool = False
 
+    def tasks_needed(self) -> int:
+        """How many distinct tasks its stages and held-out phase draw from the pool."""
+        return sum(stage.size for stage in self.stages) + (self.heldout[0] if self.heldout else 0)
+
     def margin(self) -> int:
         """The most evaluations steps in flight can still send once no step opens."""
         return self.parallelism * sum(stage.size for stage in self.stages)

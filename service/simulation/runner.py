@@ -122,7 +122,7 @@ def memory_sessions() -> sessionmaker[Session]:
 def stage_tasks(landscape: Landscape, preset: Preset, seed: int) -> list[list[str]]:
     """Each stage's tasks, drawn from the pool without overlap (the same for every preset of a seed
     whose stages have the same sizes)."""
-    needed = sum(stage.size for stage in preset.stages) + (preset.heldout[0] if preset.heldout else 0)
+    needed = preset.tasks_needed()
     pool = landscape.task_ids
     if needed > len(pool):
         raise ValueError(f"preset {preset.name} needs {needed} tasks; the pool has {len(pool)}")

@@ -8,7 +8,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from cli.main import app
 from service.simulation.landscape import LANDSCAPES, Landscape, Mutation, TaskKind
 from service.simulation.landscape_file import LandscapeFileError, load_landscape, resolve_landscape
 from service.simulation.presets import PRESETS
@@ -75,10 +77,10 @@ def test_on_the_deceptive_landscape_gains_come_after_a_stepping_stone() -> None:
 
 def test_a_landscape_file_sets_its_parameters_over_a_base(tmp_path: Path) -> None:
     path = tmp_path / "mine.yaml"
-    path.write_text("base: clusters\ntasks: 120\nseed_score: 0.3\nflaky: 0.1\ncost_usd: 2\n")
+    path.write_text("base: clusters\ntasks: 120\nseed_score: 0.3\nflaky: 0.1\ncost_usd: 2\nseconds: 6e2\n")
     config = load_landscape(path)
     assert config == replace(
-        LANDSCAPES["clusters"], name="mine", tasks=120, seed_score=0.3, flaky=0.1, cost_usd=2.0
+        LANDSCAPES["clusters"], name="mine", tasks=120, seed_score=0.3, flaky=0.1, cost_usd=2.0, seconds=600.0
     )
     assert resolve_landscape(str(path)) == config
     assert resolve_landscape("deceptive") is LANDSCAPES["deceptive"]
@@ -99,6 +101,11 @@ def test_a_landscape_file_sets_its_parameters_over_a_base(tmp_path: Path) -> Non
         ("- tasks\n", "expected a mapping"),
         ("tasks: [1\n", "not valid YAML"),
         ("a: &x 1\nb: *x\n", "anchors"),
+        ("tasks: 1000000000\n", "tasks must lie between 1 and 20,000, got 1,000,000,000"),
+        ("effect_sd: .nan\n", "effect_sd must be a finite number, got nan"),
+        ("cost_usd: .inf\n", "cost_usd must be a finite number"),
+        ("large_mean: 1e308\n", "large_mean must lie within +/-20"),
+        ("seconds: 1e6\n", "seconds must be at most 86400"),
     ],
 )
 def test_a_bad_landscape_file_is_refused_naming_the_file_and_the_key(
@@ -130,3 +137,14 @@ def test_a_half_budget_preset_ends_at_half_and_shares_its_seed_with_its_twin() -
     early = [s for s in full.samples if s.evaluations < 180]
     assert len(early) > 3
     assert half.samples[: len(early)] == early
+
+
+def test_a_landscape_too_small_for_a_preset_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.yaml"
+    path.write_text("tasks: 40\n")
+    out = tmp_path / "never"
+    args = ["sim", "--landscape", str(path), "--preset", "dgm", "--seeds", "1", "--out", str(out)]
+    refused = CliRunner().invoke(app, args, env={"COLUMNS": "1000"})
+    assert refused.exit_code == 2
+    assert "landscape 'tiny' has 40 tasks, too few for dgm (needs 60)" in refused.output
+    assert not out.exists()
