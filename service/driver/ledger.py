@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import case, distinct, func, select
+from sqlalchemy import Row, case, distinct, func, select
 from sqlalchemy.orm import Session
 
 from contracts.vocabulary import EvaluationPurpose
@@ -68,21 +68,9 @@ class DatabaseLedger:
 
     def steps(self) -> list[StepView]:
         rows = self.session.execute(
-            select(Step.number, Step.parent_id, Step.status, Step.group_id, Step.kind, Step.second_parent_id)
-            .where(Step.run_id == self.run.id)
-            .order_by(Step.number)
+            select(*STEP_VIEW_COLUMNS).where(Step.run_id == self.run.id).order_by(Step.number)
         )
-        return [
-            StepView(
-                number=number,
-                parent_id=parent_id,
-                in_flight=status in STEP_IN_FLIGHT,
-                group_id=group_id,
-                kind=kind,
-                second_parent_id=second_parent_id,
-            )
-            for number, parent_id, status, group_id, kind, second_parent_id in rows
-        ]
+        return [step_view(row) for row in rows]
 
     def evaluations(self, agent_ids: Sequence[str]) -> list[EvaluationView]:
         rows = self.session.execute(
@@ -205,7 +193,19 @@ class DatabaseLedger:
         return member
 
 
-def step_view(step: Step) -> StepView:
+# The columns a StepView needs: `steps()` selects only these rather than whole ORM rows.
+STEP_VIEW_COLUMNS = (
+    Step.number,
+    Step.parent_id,
+    Step.status,
+    Step.group_id,
+    Step.kind,
+    Step.second_parent_id,
+)
+
+
+def step_view(step: Step | Row[*tuple[Any, ...]]) -> StepView:
+    """A step as policies see it, from the ORM row or from a row of `STEP_VIEW_COLUMNS`."""
     return StepView(
         number=step.number,
         parent_id=step.parent_id,
