@@ -212,6 +212,8 @@ def test_new_run_form_shows_validation_errors_at_the_field(page: Page, archive: 
     page.select_option("#field-stages-0-source", "subset")
     page.fill("#field-stages-0-subset", "no-such-subset")
     page.click("button[type=submit]")
+    # The status line first: when the refusal is not at its field, it says what came back instead.
+    expect(page.locator(".form-status")).to_have_text("1 value(s) refused, 1 shown at their field.")
     subset = page.locator("#field-stages-0-subset")
     expect(subset).to_have_attribute("aria-invalid", "true")
     expect(subset.locator("xpath=..").locator(".field-error")).to_contain_text(
