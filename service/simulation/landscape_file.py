@@ -74,9 +74,16 @@ def load_landscape(path: Path) -> LandscapeConfig:
         if key != "base":
             values[key] = _typed(path, key, value, getattr(base, key))
     try:
-        return dataclasses.replace(base, **values)  # type: ignore[arg-type]
+        config = dataclasses.replace(base, **values)  # type: ignore[arg-type]
     except ValueError as exc:
         raise LandscapeFileError(f"{path}: {exc}") from exc
+    # Tables, plots and `--load` know a landscape by its name: a built-in's name means its numbers.
+    if config.name in LANDSCAPES and config != LANDSCAPES[config.name]:
+        raise LandscapeFileError(
+            f"{path}: name {config.name!r} is a built-in landscape's and these parameters differ from "
+            "it; rename the file or give it a `name`"
+        )
+    return config
 
 
 def resolve_landscape(name_or_path: str) -> LandscapeConfig:

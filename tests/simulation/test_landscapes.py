@@ -119,6 +119,24 @@ def test_a_bad_landscape_file_is_refused_naming_the_file_and_the_key(
     assert says in str(refused.value)
 
 
+def test_a_file_may_not_give_a_built_in_landscapes_name_to_other_numbers(tmp_path: Path) -> None:
+    other = tmp_path / "default.yaml"
+    other.write_text("seed_score: 0.3\n")
+    with pytest.raises(LandscapeFileError, match="name 'default' is a built-in landscape's"):
+        load_landscape(other)
+    named = tmp_path / "mine.yaml"
+    named.write_text("name: clusters\ntasks: 100\n")
+    with pytest.raises(LandscapeFileError, match="name 'clusters' is a built-in"):
+        load_landscape(named)
+    # The same numbers under the same name are the built-in itself.
+    same = tmp_path / "deceptive.yaml"
+    same.write_text("base: deceptive\n")
+    assert load_landscape(same) == LANDSCAPES["deceptive"]
+    renamed = tmp_path / "default.yaml"
+    renamed.write_text("name: lower-seed\nseed_score: 0.3\n")
+    assert load_landscape(renamed).name == "lower-seed"
+
+
 def test_an_unknown_landscape_name_is_refused() -> None:
     with pytest.raises(LandscapeFileError, match="unknown landscape 'nowhere'"):
         resolve_landscape("nowhere")
