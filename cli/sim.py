@@ -138,9 +138,11 @@ def sim(
         results, wall, jobs = joined.results, joined.wall_s, joined.jobs
         command, sitting, skipped = joined.command, joined.sitting, joined.skipped
         names = list(dict.fromkeys(r.landscape for r in results))
+        _make_folder(folder)
     else:
         command = "clade " + " ".join(shlex.quote(a) for a in sys.argv[1:])
         sitting = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+        _make_folder(folder)  # now: a folder that cannot be made is refused before hours of runs
         err_console.print(f"{len(work)} runs into {folder}/ ({jobs} processes)", highlight=False)
         results = run_all(work, processes=jobs, progress=progress)
         wall = time.perf_counter() - started
@@ -150,7 +152,6 @@ def sim(
                     f"[red]{r.landscape} {r.preset} seed {r.seed}: {r.evaluations} evaluations answered, "
                     f"{r.done_in_database} done in the database[/red]"
                 )
-    folder.mkdir(parents=True, exist_ok=True)
     _write(
         folder,
         results,
@@ -162,6 +163,15 @@ def sim(
         skipped=skipped,
         save=load is None,
     )
+
+
+def _make_folder(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise typer.BadParameter(
+            f"{folder} cannot be made: {exc.strerror or exc}", param_hint="--out"
+        ) from None
 
 
 def _write(

@@ -123,6 +123,12 @@ def test_first_seed_runs_other_seeds_than_the_default_ones(tmp_path: Path) -> No
     refused = CliRunner().invoke(app, ["sim", "--first-seed", "-1", "--out", str(tmp_path / "never")])
     assert refused.exit_code != 0 and "--first-seed" in refused.output
     assert not (tmp_path / "never").exists()
+    # A folder that cannot be made is refused before anything runs (a file stands in the way).
+    (tmp_path / "a-file").write_text("")
+    blocked = CliRunner().invoke(
+        app, ["sim", "--out", str(tmp_path / "a-file" / "out")], env={"COLUMNS": "1000"}
+    )
+    assert blocked.exit_code == 2 and "cannot be made" in blocked.output and "runs into" not in blocked.output
 
 
 def test_the_command_writes_its_tables_and_plots_only_into_a_folder_of_its_own(
