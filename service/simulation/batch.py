@@ -19,8 +19,16 @@ class Job:
     budget: int
 
 
+class SimRunError(RuntimeError):
+    """A simulated run that raised; the message names it (the cause is chained)."""
+
+
 def _run(job: Job) -> SimResult:
     return simulate(get_preset(job.preset), job.landscape, job.seed, job.budget)
+
+
+def _failed(job: Job, exc: Exception) -> SimRunError:
+    return SimRunError(f"the run of {job.preset} on {job.landscape.name}, seed {job.seed}, failed: {exc!r}")
 
 
 def run_all(
@@ -30,12 +38,23 @@ def run_all(
     results: dict[Job, SimResult] = {}
     if processes <= 1:
         for job in jobs:
-            results[job] = _run(job)
+            try:
+                results[job] = _run(job)
+            except Exception as exc:  # re-raised naming the run
+                raise _failed(job, exc) from exc
             progress(results[job], len(results), len(jobs))
-    else:
-        with ProcessPoolExecutor(max_workers=processes) as pool:
-            futures: dict[Future[SimResult], Job] = {pool.submit(_run, job): job for job in jobs}
-            for future in as_completed(futures):
-                results[futures[future]] = future.result()
-                progress(results[futures[future]], len(results), len(jobs))
+        return [results[job] for job in jobs]
+    pool = ProcessPoolExecutor(max_workers=processes)
+    try:
+        futures: dict[Future[SimResult], Job] = {pool.submit(_run, job): job for job in jobs}
+        for future in as_completed(futures):
+            job = futures[future]
+            try:
+                results[job] = future.result()
+            except Exception as exc:  # re-raised naming the run
+                raise _failed(job, exc) from exc
+            progress(results[job], len(results), len(jobs))
+    finally:
+        # On a failure or Ctrl-C the queued runs are dropped, not waited for (hours, in a sitting).
+        pool.shutdown(wait=True, cancel_futures=True)
     return [results[job] for job in jobs]

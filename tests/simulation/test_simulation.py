@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from cli.main import app
 from contracts.config import ConfigFieldError
 from contracts.intervals import simultaneous_z, wilson
+from service.simulation.batch import Job, SimRunError, run_all
 from service.simulation.landscape import LANDSCAPES, Landscape, LandscapeConfig, Mutation, true_score
 from service.simulation.presets import PRESETS
 from service.simulation.report import rows_for, table
@@ -325,3 +326,12 @@ def test_a_seed_gives_the_same_run_every_time() -> None:
     first = outcome()
     assert all(outcome() == first for _ in range(2))
     assert len({str(run["samples"]) for run in first}) == 4  # other seeds, other runs
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_run_that_fails_is_named(processes: int) -> None:
+    good = Job("dgm", SMALL, seed=0, budget=100)
+    bad = Job("no-such-preset", SMALL, seed=7, budget=100)
+    with pytest.raises(SimRunError, match="the run of no-such-preset on default, seed 7, failed") as failed:
+        run_all([bad, good], processes=processes, progress=lambda result, done, total: None)
+    assert isinstance(failed.value.__cause__, KeyError)  # the cause stays chained for a bug report
