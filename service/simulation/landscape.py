@@ -106,6 +106,9 @@ class LandscapeConfig:
     usd_per_mtok: float = 3.0
 
     def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value}")
         shares = (self.noop, self.invalid, self.harmful, self.large_gain, self.stepping)
         named = sum(shares)
         if not 0.0 <= named <= 1.0 or min(shares) < 0:
@@ -115,9 +118,6 @@ class LandscapeConfig:
             )
         if not 0.0 <= self.unlocked_large_gain <= 1.0 - (named - self.large_gain):
             raise ValueError("unlocked_large_gain must be >= 0 and fit beside the other mutation shares")
-        for name, value in vars(self).items():
-            if isinstance(value, float) and not math.isfinite(value):
-                raise ValueError(f"{name} must be a finite number, got {value}")
         if not 1 <= self.tasks <= MAX_TASKS:
             raise ValueError(f"tasks must lie between 1 and {MAX_TASKS:,}, got {self.tasks:,}")
         if self.clusters < 1 or self.clusters > self.tasks:
