@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 import time
@@ -20,6 +21,11 @@ if TYPE_CHECKING:
 # What `clade sim` runs with no options: a look in minutes. `--full` is the whole comparison.
 QUICK_PRESETS = ("dgm", "clade", "clade/2")
 FULL_SEEDS = 40
+# Bounds that keep a typo from hanging the command: a 100,000-evaluation run takes minutes alone
+# (runs slow as their books grow), and processes beyond a few per core only add memory.
+MAX_SEEDS = 10_000
+MAX_BUDGET = 100_000
+JOBS_PER_CORE = 4
 
 
 def _default_out() -> Path:
@@ -28,7 +34,8 @@ def _default_out() -> Path:
 
 def sim(
     seeds: Annotated[
-        int | None, typer.Option(min=1, help="Seeds per preset and landscape [default: 2; --full: 40].")
+        int | None,
+        typer.Option(min=1, max=MAX_SEEDS, help="Seeds per preset and landscape [default: 2; --full: 40]."),
     ] = None,
     first_seed: Annotated[
         int,
@@ -37,7 +44,8 @@ def sim(
         ),
     ] = 0,
     budget: Annotated[
-        int, typer.Option(min=100, help="B: task evaluations per run (a /2 preset gets B/2).")
+        int,
+        typer.Option(min=100, max=MAX_BUDGET, help="B: task evaluations per run (a /2 preset gets B/2)."),
     ] = 2000,
     landscape: Annotated[
         list[str] | None,
@@ -59,7 +67,10 @@ def sim(
         Path | None,
         typer.Option(help="A new (or empty) folder for the results [default: ./clade-sim-<UTC time>]"),
     ] = None,
-    jobs: Annotated[int, typer.Option(min=1, help="Processes running seeds side by side.")] = 2,
+    jobs: Annotated[
+        int,
+        typer.Option(min=1, help=f"Processes running seeds side by side (at most {JOBS_PER_CORE} a core)."),
+    ] = 2,
     load: Annotated[
         list[Path] | None,
         typer.Option(
@@ -79,6 +90,11 @@ def sim(
     from service.simulation.presets import BASELINE, PRESETS, get_preset, main_presets
     from service.simulation.sittings import SittingFileError, join_sittings, read_sitting
 
+    cores = os.cpu_count() or 1
+    if jobs > JOBS_PER_CORE * cores:
+        raise typer.BadParameter(
+            f"{jobs} processes on {cores} cores: give at most {JOBS_PER_CORE * cores}", param_hint="--jobs"
+        )
     folder = out if out is not None else _default_out()
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise typer.BadParameter(

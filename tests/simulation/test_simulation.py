@@ -132,6 +132,25 @@ def test_first_seed_runs_other_seeds_than_the_default_ones(tmp_path: Path) -> No
     assert blocked.exit_code == 2 and "cannot be made" in blocked.output and "runs into" not in blocked.output
 
 
+@pytest.mark.parametrize(
+    ("option", "value", "says"),
+    [
+        ("--seeds", "100000000", "less than or equal to 10000"),
+        ("--budget", "100000000000000000000", "less than or equal to 100000"),
+        ("--jobs", "100000", "processes on"),
+    ],
+)
+def test_a_number_that_would_hang_the_command_is_refused_at_its_option(
+    tmp_path: Path, option: str, value: str, says: str
+) -> None:
+    refused = CliRunner().invoke(
+        app, ["sim", option, value, "--out", str(tmp_path / "never")], env={"COLUMNS": "1000"}
+    )
+    assert refused.exit_code == 2, refused.output
+    assert option in refused.output and says in refused.output
+    assert not (tmp_path / "never").exists()
+
+
 def test_the_command_writes_its_tables_and_plots_only_into_a_folder_of_its_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
