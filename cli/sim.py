@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cli.output import err_console
+from service.simulation.limits import MAX_BUDGET, MAX_SEEDS, MIN_BUDGET
 
 if TYPE_CHECKING:
     from service.simulation.runner import SimResult
@@ -21,10 +22,7 @@ if TYPE_CHECKING:
 # What `clade sim` runs with no options: a look in minutes. `--full` is the whole comparison.
 QUICK_PRESETS = ("dgm", "clade", "clade/2")
 FULL_SEEDS = 40
-# Bounds that keep a typo from hanging the command: a 100,000-evaluation run takes minutes alone
-# (runs slow as their books grow), and processes beyond a few per core only add memory.
-MAX_SEEDS = 10_000
-MAX_BUDGET = 100_000
+# Processes beyond a few per core only add memory.
 JOBS_PER_CORE = 4
 
 
@@ -45,7 +43,7 @@ def sim(
     ] = 0,
     budget: Annotated[
         int,
-        typer.Option(min=100, max=MAX_BUDGET, help="B: task evaluations per run (a /2 preset gets B/2)."),
+        typer.Option(min=MIN_BUDGET, max=MAX_BUDGET, help="B: task evaluations per run (a /2 preset gets B/2)."),
     ] = 2000,
     landscape: Annotated[
         list[str] | None,

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -52,6 +53,9 @@ class Mutation(StrEnum):
     STEPPING = "stepping"  # a loss now that unlocks large gains for the child's descendants
 
 
+# A landscape's name becomes part of file names (its plot) and table cells.
+LANDSCAPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
+LANDSCAPE_NAME_RULE = "1-64 letters, digits, '.', '_', '+' or '-', the first a letter or digit"
 # Far above any real benchmark (SWE-bench has 2,294 tasks); each agent keeps a chance per task.
 MAX_TASKS = 20_000
 # Parameters on a log scale (log-odds; `cost_sd` in log dollars): past +/-20 a chance is 0 or 1
@@ -106,6 +110,8 @@ class LandscapeConfig:
     usd_per_mtok: float = 3.0
 
     def __post_init__(self) -> None:
+        if not LANDSCAPE_NAME.fullmatch(self.name):
+            raise ValueError(f"name {self.name!r}: {LANDSCAPE_NAME_RULE}")
         for name, value in vars(self).items():
             if isinstance(value, float) and not math.isfinite(value):
                 raise ValueError(f"{name} must be a finite number, got {value}")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from contracts.safe_yaml import YamlInputError, load_yaml
-from service.simulation.landscape import LANDSCAPES, LandscapeConfig
+from service.simulation.landscape import LANDSCAPE_NAME, LANDSCAPE_NAME_RULE, LANDSCAPES, LandscapeConfig
 
 MAX_LANDSCAPE_CHARS = 100_000  # a landscape is a few dozen lines
 
@@ -69,6 +69,11 @@ def load_landscape(path: Path) -> LandscapeConfig:
             f"{path}: base: unknown landscape {base_name!r}; known: {', '.join(LANDSCAPES)}"
         )
     base = LANDSCAPES[base_name]
+    if "name" not in data and not LANDSCAPE_NAME.fullmatch(path.stem):
+        raise LandscapeFileError(
+            f"{path}: the file's stem {path.stem!r} is not a landscape name ({LANDSCAPE_NAME_RULE}); "
+            "rename the file or give it a `name`"
+        )
     values: dict[str, object] = {"name": path.stem}
     for key, value in data.items():
         if key != "base":

@@ -14,7 +14,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Self
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from service.simulation.landscape import LANDSCAPE_NAME
+from service.simulation.limits import MAX_BUDGET, MIN_BUDGET
 from service.simulation.presets import BASELINE, PRESETS
 from service.simulation.runner import SimResult
 
@@ -24,6 +29,71 @@ _TIMING = ("seconds",)
 
 class SittingFileError(ValueError):
     """A saved sitting that cannot be read, or sittings that cannot be joined (names the file)."""
+
+
+# What a saved run may hold: the tables trust these numbers, and a landscape's name becomes a
+# file name, so a hand-edited or foreign file is checked field by field before any is used.
+_Share = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+_Amount = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+_Count = Annotated[int, Field(ge=0)]
+
+
+class _Saved(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _SavedSample(_Saved):
+    evaluations: _Count
+    steps: _Count
+    picked: _Share
+    best: _Share
+
+
+class _SavedRun(_Saved):
+    preset: str
+    landscape: Annotated[str, Field(pattern=f"^{LANDSCAPE_NAME.pattern}$")]
+    seed: _Count
+    budget: Annotated[int, Field(ge=MIN_BUDGET, le=MAX_BUDGET)]
+    seed_score: Annotated[float, Field(gt=0.0, lt=1.0, allow_inf_nan=False)]
+    samples: Annotated[list[_SavedSample], Field(min_length=1)]
+    evaluations: _Count
+    done_in_database: _Count
+    reused: _Count
+    steps: _Count
+    mutations: dict[str, _Count]
+    ticks: _Count
+    seconds: _Amount
+    cost_usd: _Amount
+    task_seconds: _Amount
+    cost_in_database: _Amount
+    heldout_bounds: Annotated[list[_Share], Field(min_length=2, max_length=2)] | None  # JSON has no tuple
+    candidates_best: _Share | None
+
+    @model_validator(mode="after")
+    def _in_order(self) -> Self:
+        for earlier, later in zip(self.samples, self.samples[1:], strict=False):
+            if later.evaluations < earlier.evaluations or later.steps < earlier.steps:
+                raise ValueError("samples must come in the order they were taken")
+        if self.heldout_bounds is not None and self.heldout_bounds[0] > self.heldout_bounds[1]:
+            raise ValueError("heldout_bounds: the lower bound is above the upper one")
+        return self
+
+
+class _SavedSitting(_Saved):
+    command: str
+    sitting: str
+    wall_s: _Amount
+    jobs: Annotated[int, Field(ge=1)]
+    skipped: dict[str, str | None] = {}
+    results: list[_SavedRun]
+
+
+def _first_problem(exc: ValidationError) -> str:
+    """The first thing wrong, where it is: `results[3].samples[0].picked: ...`."""
+    error = exc.errors()[0]
+    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"])
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where.lstrip('.') or 'the file'}: {error['msg']}{more}"
 
 
 @dataclass(frozen=True)
@@ -46,21 +116,21 @@ def read_sitting(path: Path) -> Sitting:
         raise SittingFileError(f"{path}: not a runs.json written by `clade sim` ({exc})") from None
     if not isinstance(saved, dict):
         raise SittingFileError(f"{path}: not a runs.json written by `clade sim` (not an object)")
-    missing = [key for key in ("command", "sitting", "wall_s", "jobs", "results") if key not in saved]
-    if missing:
-        raise SittingFileError(f"{path}: not a runs.json written by `clade sim` (no {', '.join(missing)})")
     try:
-        results = [SimResult.from_json(dict(r)) for r in saved["results"]]
-        sitting = Sitting(
-            command=str(saved["command"]),
-            sitting=str(saved["sitting"]),
-            wall_s=float(saved["wall_s"]),
-            jobs=int(saved["jobs"]),
-            results=results,
-            skipped=dict(saved.get("skipped", {})),
-        )
-    except (TypeError, KeyError, ValueError) as exc:
-        raise SittingFileError(f"{path}: not a runs.json written by `clade sim` ({exc})") from None
+        checked = _SavedSitting.model_validate(saved)
+    except ValidationError as exc:
+        raise SittingFileError(
+            f"{path}: not a runs.json written by `clade sim` ({_first_problem(exc)})"
+        ) from None
+    results = [SimResult.from_json(run.model_dump()) for run in checked.results]
+    sitting = Sitting(
+        command=checked.command,
+        sitting=checked.sitting,
+        wall_s=checked.wall_s,
+        jobs=checked.jobs,
+        results=results,
+        skipped=checked.skipped,
+    )
     if not results:
         raise SittingFileError(f"{path}: holds no runs")
     unknown = sorted({r.preset for r in results} - set(PRESETS))
@@ -68,6 +138,20 @@ def read_sitting(path: Path) -> Sitting:
         raise SittingFileError(f"{path}: runs of presets this version does not know: {', '.join(unknown)}")
     if BASELINE not in {r.preset for r in results}:
         raise SittingFileError(f"{path}: holds no runs of the baseline ({BASELINE}) to compare with")
+    first: dict[tuple[str, str, int], int] = {}
+    for index, result in enumerate(results):
+        if result.budget != results[0].budget:
+            raise SittingFileError(
+                f"{path}: results[{index}] ran at budget {result.budget}, results[0] at "
+                f"{results[0].budget}; a sitting runs at one budget"
+            )
+        key = (result.preset, result.landscape, result.seed)
+        if key in first:
+            raise SittingFileError(
+                f"{path}: results[{first[key]}] and results[{index}] are both {result.preset} on "
+                f"{result.landscape}, seed {result.seed}; a sitting holds a run once"
+            )
+        first[key] = index
     return sitting
 
 

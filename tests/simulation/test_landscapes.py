@@ -106,6 +106,9 @@ def test_a_landscape_file_sets_its_parameters_over_a_base(tmp_path: Path) -> Non
         ("cost_usd: .inf\n", "cost_usd must be a finite number"),
         ("large_mean: 1e308\n", "large_mean must lie within +/-20"),
         ("seconds: 1e6\n", "seconds must be at most 86400"),
+        # A name becomes the plot's file name and a table cell.
+        ("name: ../../elsewhere\n", "name '../../elsewhere': 1-64 letters, digits"),
+        ("name: 'a|b'\n", "name 'a|b': 1-64 letters"),
     ],
 )
 def test_a_bad_landscape_file_is_refused_naming_the_file_and_the_key(
@@ -135,6 +138,15 @@ def test_a_file_may_not_give_a_built_in_landscapes_name_to_other_numbers(tmp_pat
     renamed = tmp_path / "default.yaml"
     renamed.write_text("name: lower-seed\nseed_score: 0.3\n")
     assert load_landscape(renamed).name == "lower-seed"
+
+
+def test_a_file_whose_stem_is_no_landscape_name_must_give_one(tmp_path: Path) -> None:
+    spaced = tmp_path / "my landscape.yaml"
+    spaced.write_text("tasks: 100\n")
+    with pytest.raises(LandscapeFileError, match="stem 'my landscape' is not a landscape name"):
+        load_landscape(spaced)
+    spaced.write_text("name: my-landscape\ntasks: 100\n")
+    assert load_landscape(spaced).name == "my-landscape"
 
 
 def test_an_unknown_landscape_name_is_refused() -> None:

@@ -6,9 +6,11 @@ import json
 import math
 import random
 import statistics
+from collections.abc import Callable
 from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -332,6 +334,60 @@ def test_a_comparison_run_in_pieces_gives_the_tables_of_one_sitting(tmp_path: Pa
     saved["results"] = [r for r in saved["results"] if r["preset"] not in ("dgm", "dgm-next-year")]
     (tmp_path / "alone.json").write_text(json.dumps(saved))
     assert "alone.json: holds no runs of the baseline (dgm)" in refused(tmp_path / "alone.json")
+
+
+def _one_small_sitting(out: Path) -> dict[str, Any]:
+    """The runs.json of one `dgm` run at B = 100 (a second's work)."""
+    args = ["--seeds", "1", "--budget", "100", "--landscape", "default", "--preset", "dgm", "--jobs", "1"]
+    made = CliRunner().invoke(app, ["sim", *args, "--out", str(out)])
+    assert made.exit_code == 0, made.output
+    saved: dict[str, Any] = json.loads((out / "runs.json").read_text())
+    return saved
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        (lambda r: r["samples"][0].update(picked=float("nan")), "results[0].samples[0].picked"),
+        (lambda r: r["samples"][0].update(picked=5.0), "results[0].samples[0].picked"),
+        (lambda r: r["samples"].clear(), "results[0].samples"),
+        (lambda r: r["samples"].reverse(), "in the order they were taken"),
+        (lambda r: r.update(seed=-3), "results[0].seed"),
+        (lambda r: r.update(budget=10**30), "results[0].budget"),
+        (lambda r: r.update(cost_usd=-1.0), "results[0].cost_usd"),
+        (lambda r: r.update(heldout_bounds=[0.9, 0.1]), "heldout_bounds"),
+        (lambda r: r.update(landscape="../../elsewhere"), "results[0].landscape"),
+        (lambda r: r.update(unknown_field=1), "results[0].unknown_field"),
+    ],
+)
+def test_a_hand_edited_runs_json_is_refused_naming_the_field(
+    tmp_path: Path, edit: Callable[[dict[str, Any]], object], says: str
+) -> None:
+    saved = _one_small_sitting(tmp_path / "made")
+    edit(saved["results"][0])
+    (tmp_path / "edited.json").write_text(json.dumps(saved))  # NaN is written as JSON's NaN
+    result = CliRunner().invoke(
+        app,
+        ["sim", "--load", str(tmp_path / "edited.json"), "--out", str(tmp_path / "never")],
+        env={"COLUMNS": "1000"},
+    )
+    assert result.exit_code == 2, result.output
+    assert "edited.json: not a runs.json" in result.output and says in result.output
+    assert not (tmp_path / "never").exists()
+
+
+def test_a_run_held_twice_in_one_file_is_refused(tmp_path: Path) -> None:
+    saved = _one_small_sitting(tmp_path / "made")
+    saved["results"] *= 2
+    (tmp_path / "twice.json").write_text(json.dumps(saved))
+    result = CliRunner().invoke(
+        app,
+        ["sim", "--load", str(tmp_path / "twice.json"), "--out", str(tmp_path / "never")],
+        env={"COLUMNS": "1000"},
+    )
+    assert (
+        result.exit_code == 2 and "results[0] and results[1] are both dgm on default, seed 0" in result.output
+    )
 
 
 def test_a_seed_gives_the_same_run_every_time() -> None:
