@@ -43,7 +43,9 @@ def sim(
     ] = 0,
     budget: Annotated[
         int,
-        typer.Option(min=MIN_BUDGET, max=MAX_BUDGET, help="B: task evaluations per run (a /2 preset gets B/2)."),
+        typer.Option(
+            min=MIN_BUDGET, max=MAX_BUDGET, help="B: task evaluations per run (a /2 preset gets B/2)."
+        ),
     ] = 2000,
     landscape: Annotated[
         list[str] | None,
