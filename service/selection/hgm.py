@@ -4,6 +4,11 @@ Each candidate's chance of producing good descendants is modelled as
 Beta(alpha + clade_resolved, beta + clade_attempted - clade_resolved), pooling
 the evaluations of the agent and all its descendants. One draw samples every
 candidate's Beta with the run's RNG and picks the largest sample.
+
+With `above_seed`, only candidates that the lineage posterior (`contracts.lineage`) puts at or
+above the run's seed are drawn from. With few tasks per child, most harmful edits are admitted.
+Children built on them inherit the harm, and the archive drifts below the seed
+(docs/simulation-results.md).
 """
 
 from __future__ import annotations
@@ -14,7 +19,11 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from contracts.family import Scored
+from contracts.lineage import Estimate, lineage_estimates
 from service.selection.base import Candidate, StrategyBase, check_k, checked
+from service.selection.ledger import RunLedger
+from service.selection.policy import RunScope
 from service.selection.thompson import beta_max_probabilities
 
 
@@ -33,6 +42,17 @@ class Hgm(StrategyBase):
 
     alpha: float = Field(default=1.0, gt=0.0)
     beta: float = Field(default=1.0, gt=0.0)
+    above_seed: bool = False
+
+    def prepare_draw(self, scope: RunScope, pool: Sequence[Candidate], number: int) -> Sequence[Candidate]:
+        if not self.above_seed:
+            return pool
+        estimates = lineage_of(scope.ledger)
+        seed = estimates.get(scope.ledger.seed_agent_id)
+        if seed is None:  # the seed has no result yet this epoch: nothing to compare with
+            return pool
+        kept = [c for c in pool if c.agent_id in estimates and estimates[c.agent_id].mean >= seed.mean]
+        return kept or pool  # (the seed itself is kept whenever it is a candidate)
 
     def _posterior(self, c: Candidate) -> tuple[float, float]:
         return self.alpha + c.clade_resolved, self.beta + c.clade_attempted - c.clade_resolved
@@ -52,3 +72,16 @@ class Hgm(StrategyBase):
             winner = max(range(len(ordered)), key=samples.__getitem__)
             chosen.append(ordered[winner].agent_id)
         return chosen
+
+
+def lineage_of(ledger: RunLedger) -> dict[str, Estimate]:
+    """Each member's lineage posterior from its selection results of the current epoch (held-out
+    results never reach a parent draw)."""
+    tallies = ledger.tallies()
+    return lineage_estimates(
+        [
+            Scored(m.agent_id, m.parent_id, tally.passes, tally.passes + tally.fails)
+            for m in ledger.members()
+            if (tally := tallies.get(m.agent_id)) is not None
+        ]
+    )

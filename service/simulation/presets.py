@@ -187,6 +187,14 @@ _FULL: tuple[Preset, ...] = (
     # measured at B/2 (3 to 5 of 6 landscapes on four seed sets, never `clusters`), still short of the goal
     # (docs/simulation-results.md).
     _with_stage(CLADE_TREE_RACED, 3, "three times the children"),
+    # clade-tree-raced-3 building only on agents the lineage puts at or above the seed: a 3-task
+    # stage admits most harmful edits, and children built on them drag the archive down.
+    replace(
+        _with_stage(CLADE_TREE_RACED, 3, "three times the children"),
+        name="clade-above-seed-3",
+        description="clade-tree-raced-3, parents only among agents the lineage puts at or above the seed",
+        params={"above_seed": 1.0},
+    ),
     Preset("hgm", "DGM stages, Thompson sampling on clade results (HGM's parent rule)", DGM_STAGES, "hgm"),
     Preset("hgm-lean", "HGM selection, a second stage of 20 tasks", LEAN_STAGES, "hgm"),
     Preset(
