@@ -50,13 +50,16 @@ def test_the_budget_is_spent_exactly_and_counted_from_the_database() -> None:
     assert all(s.picked == result.seed_score for s in result.samples if s.evaluations < 10)
 
 
-@pytest.mark.parametrize("name", ["clade-raced/2", "clade-tree-raced-5/2", "clade-tree-raced-3/2"])
+@pytest.mark.parametrize(
+    "name", ["clade-raced/2", "clade-tree-raced-5/2", "clade-tree-raced-3/2", "clade-above-seed-3/2"]
+)
 def test_a_raced_held_out_phase_fits_the_half_budget_and_names_a_finalist(name: str) -> None:
     preset = PRESETS[name]
     assert preset.heldout == (24, 8) and preset.heldout_rounds == 3
     result = simulate(preset, SMALL, seed=2, budget=800)
-    # The run is told 400 and its steps stop in time for the race (112 evaluations) to fit.
-    assert 400 - preset.margin() <= result.evaluations <= 400
+    # The run is told 400 and its steps stop in time for the race (112 evaluations) to fit; a
+    # race whose candidates share code gets some results copied, and leaves that much unspent.
+    assert 400 - preset.margin() - result.reused <= result.evaluations <= 400
     assert result.heldout_bounds is not None
     # The named best is a finalist: its bounds are those of some count out of all 24 tasks, at
     # a confidence that holds for the 8 agents the race compared at once.
@@ -68,6 +71,16 @@ def test_a_raced_held_out_phase_fits_the_half_budget_and_names_a_finalist(name: 
     assert SimResult.from_json(result.to_json()) == result
     # A run with no held-out phase has no candidates.
     assert simulate(PRESETS["dgm"], SMALL, seed=2, budget=120).candidates_best is None
+
+
+def test_above_seed_reaches_the_driver_and_changes_which_parents_are_drawn() -> None:
+    plain = simulate(PRESETS["clade-tree-raced-3/2"], SMALL, seed=4, budget=800)
+    above = simulate(PRESETS["clade-above-seed-3/2"], SMALL, seed=4, budget=800)
+    assert PRESETS["clade-above-seed-3/2"].params == {"above_seed": 1.0}
+    # The same landscape, tasks and first draws: the runs part once a child's lineage falls
+    # below the seed's and is no longer drawn.
+    assert plain.samples[0] == above.samples[0]
+    assert plain.samples != above.samples
 
 
 def test_the_seed_scores_what_the_landscape_says() -> None:
