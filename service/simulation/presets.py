@@ -183,12 +183,13 @@ _FULL: tuple[Preset, ...] = (
     # at B/2 on each of two seed sets, never `clusters`; at B the best measured.
     _with_stage(CLADE_TREE_RACED, 5, "twice the children"),
     # Smaller still: three times clade-tree-raced's children. Chosen from 3, 4 and 5 tasks on
-    # seeds 0-39 and 100-139, then checked on seeds 200-239 never looked at before; the best
-    # measured at B/2 (3 to 5 of 6 landscapes on four seed sets, never `clusters`), still short of the goal
-    # (docs/simulation-results.md).
+    # seeds 0-39 and 100-139, then checked on seeds 200-239 never looked at before: 3 to 5 of 6
+    # landscapes at B/2 on four seed sets, never `clusters` (docs/simulation-results.md).
     _with_stage(CLADE_TREE_RACED, 3, "three times the children"),
     # clade-tree-raced-3 building only on agents the lineage puts at or above the seed: a 3-task
-    # stage admits most harmful edits, and children built on them drag the archive down.
+    # stage admits most harmful edits, and children built on them drag the archive down. Chosen
+    # in a prototype on seeds 0-39; the best measured at B/2 (4 or 5 of 6 landscapes on four
+    # seed sets, never `clusters`), still short of the goal (docs/simulation-results.md).
     replace(
         _with_stage(CLADE_TREE_RACED, 3, "three times the children"),
         name="clade-above-seed-3",
@@ -213,7 +214,16 @@ _FULL: tuple[Preset, ...] = (
     Preset("group", "DGM stages, group evolution in rounds of 2", DGM_STAGES, "group", {"group_size": 2}),
 )
 # The comparison issue 19 asks for: these and their `/2` twins (`clade sim --preset main`).
-MAIN = ("dgm", "dgm+heldout", "dgm-lean", "hgm-paper", "racing", "clade", "clade-tree-raced-3")
+MAIN = (
+    "dgm",
+    "dgm+heldout",
+    "dgm-lean",
+    "hgm-paper",
+    "racing",
+    "clade",
+    "clade-tree-raced-3",
+    "clade-above-seed-3",
+)
 
 
 def half(preset: Preset) -> Preset:
