@@ -13,6 +13,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Self
 
@@ -71,7 +72,7 @@ class _SavedRun(_Saved):
 
     @model_validator(mode="after")
     def _in_order(self) -> Self:
-        for earlier, later in zip(self.samples, self.samples[1:], strict=False):
+        for earlier, later in pairwise(self.samples):
             if later.evaluations < earlier.evaluations or later.steps < earlier.steps:
                 raise ValueError("samples must come in the order they were taken")
         if self.heldout_bounds is not None and self.heldout_bounds[0] > self.heldout_bounds[1]:
