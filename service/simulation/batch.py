@@ -44,7 +44,8 @@ def run_all(
                 raise _failed(job, exc) from exc
             progress(results[job], len(results), len(jobs))
         return [results[job] for job in jobs]
-    pool = ProcessPoolExecutor(max_workers=min(processes, len(jobs)))
+    # No more processes than runs (and at least one: an empty list still gives its empty answer).
+    pool = ProcessPoolExecutor(max_workers=max(1, min(processes, len(jobs))))
     try:
         futures: dict[Future[SimResult], Job] = {pool.submit(_run, job): job for job in jobs}
         for future in as_completed(futures):

@@ -404,6 +404,11 @@ def test_a_run_held_twice_in_one_file_is_refused(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("processes", [1, 2])
+def test_no_runs_give_no_results(processes: int) -> None:
+    assert run_all([], processes=processes, progress=lambda *_: None) == []
+
+
 def test_a_seed_gives_the_same_run_every_time() -> None:
     # Paired comparisons and joined sittings rest on this: the same preset, landscape, seed and
     # budget give the same run, down to which evaluations are answered when the budget cuts a
