@@ -31,6 +31,7 @@ def _default_out() -> Path:
 
 
 def sim(
+    ctx: typer.Context,
     seeds: Annotated[
         int | None,
         typer.Option(min=1, max=MAX_SEEDS, help="Seeds per preset and landscape [default: 2; --full: 40]."),
@@ -84,12 +85,25 @@ def sim(
     The baseline (the Darwin Gödel Machine's default, `dgm`) always runs: every preset is
     compared with it at the full budget, paired by seed.
     """
-    from service.simulation.batch import Job, run_all
-    from service.simulation.landscape import LANDSCAPES, LandscapeConfig
+    from service.simulation.batch import Job, SimRunError, run_all
+    from service.simulation.landscape import LANDSCAPES, Landscape, LandscapeConfig
     from service.simulation.landscape_file import LandscapeFileError, resolve_landscape
     from service.simulation.presets import BASELINE, PRESETS, get_preset, main_presets
+    from service.simulation.runner import no_room_to_search
     from service.simulation.sittings import SittingFileError, join_sittings, read_sitting
 
+    if load:
+        # A saved sitting is redrawn as it ran: options that choose what runs would be ignored.
+        given = [
+            f"--{name.replace('_', '-')}"
+            for name in ("seeds", "first_seed", "budget", "landscape", "preset", "full", "jobs")
+            if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"
+        ]
+        if given:
+            raise typer.BadParameter(
+                f"--load redraws the saved sittings as they ran; {', '.join(given)} cannot be given with it",
+                param_hint="--load",
+            )
     cores = os.cpu_count() or 1
     if jobs > JOBS_PER_CORE * cores:
         raise typer.BadParameter(
@@ -107,6 +121,11 @@ def sim(
             landscapes += list(LANDSCAPES.values()) if name == "all" else [resolve_landscape(name)]
         except LandscapeFileError as exc:
             raise typer.BadParameter(str(exc), param_hint="--landscape") from None
+    for land in landscapes:  # a seed score out of reach is refused now, not when its first run starts
+        try:
+            Landscape(land, first_seed).seed_logits()
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--landscape") from None
     names = [c.name for c in landscapes]
     if len(set(names)) != len(names):
         raise typer.BadParameter(f"two landscapes share a name: {names}", param_hint="--landscape")
@@ -121,7 +140,12 @@ def sim(
     skipped = {p.name: p.unavailable_reason() for p in chosen if not p.available}
     for name, reason in skipped.items():
         err_console.print(f"[yellow]not run: {name}: {reason}[/yellow]", highlight=False)
-    runnable = [p for p in chosen if p.available]
+    for p in chosen:
+        cramped = no_room_to_search(p, budget) if p.available else None
+        if cramped is not None:
+            skipped[p.name] = cramped
+            err_console.print(f"[yellow]not run: {p.name}: {cramped}[/yellow]", highlight=False)
+    runnable = [p for p in chosen if p.name not in skipped]
     for land in landscapes:
         short = [f"{p.name} (needs {p.tasks_needed()})" for p in runnable if p.tasks_needed() > land.tasks]
         if short:
@@ -160,7 +184,11 @@ def sim(
         sitting = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
         _make_folder(folder)  # now: a folder that cannot be made is refused before hours of runs
         err_console.print(f"{len(work)} runs into {folder}/ ({jobs} processes)", highlight=False)
-        results = run_all(work, processes=jobs, progress=progress)
+        try:
+            results = run_all(work, processes=jobs, progress=progress)
+        except SimRunError as exc:
+            err_console.print(f"[red]error: {exc}[/red]", highlight=False)
+            raise typer.Exit(1) from None
         wall = time.perf_counter() - started
         for r in results:
             if r.done_in_database != r.evaluations:

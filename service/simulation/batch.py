@@ -28,7 +28,10 @@ def _run(job: Job) -> SimResult:
 
 
 def _failed(job: Job, exc: Exception) -> SimRunError:
-    return SimRunError(f"the run of {job.preset} on {job.landscape.name}, seed {job.seed}, failed: {exc!r}")
+    return SimRunError(
+        f"the run of {job.preset} on {job.landscape.name}, seed {job.seed}, failed: "
+        f"{type(exc).__name__}: {exc}"
+    )
 
 
 def run_all(

@@ -30,6 +30,7 @@ Further parameters (all off in `default` and `clusters`, whose numbers stay as t
 - Per-task cost: each task has a cost in dollars, tokens and wall time, log-normal around
   `cost_usd` (median, sd `cost_sd` in log space); wall time `seconds` scales with the same draw,
   tokens are the dollars at `usd_per_mtok`. The simulated worker reports them per evaluation.
+  One task's draw is capped at $10,000, a day and 10^9 tokens (a log-normal's tail has no end).
 
 The true score of an agent is its mean chance over the whole pool (flaky tasks at their
 chance, impossible ones at 0), which no run ever sees.
@@ -42,6 +43,8 @@ import random
 import re
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+
+from contracts.records import MAX_CALL_TOKENS
 
 
 class Mutation(StrEnum):
@@ -75,8 +78,17 @@ LOGIT_SCALE = (
     "cluster_gain",
 )
 MAX_LOGIT_SHIFT = 20.0
+# How far the seed's true score may fall from `seed_score` (the bisection itself is exact).
+SEED_SCORE_TOLERANCE = 1e-3
 # A task costs at most $10,000, a day of wall time, at $10,000 per million tokens.
 MAX_COST = {"cost_usd": 10_000.0, "seconds": 86_400.0, "usd_per_mtok": 10_000.0}
+# A price under a dollar per 10^12 tokens would turn a task's dollars into tokens past any counter.
+MIN_USD_PER_MTOK = 1e-6
+# One task's drawn cost is capped at these (a log-normal's tail is unbounded; a worker reports
+# one call of at most MAX_CALL_TOKENS tokens and MAX_CALL_USD dollars).
+MAX_TASK_USD = MAX_COST["cost_usd"]
+MAX_TASK_SECONDS = MAX_COST["seconds"]
+MAX_TASK_TOKENS = MAX_CALL_TOKENS
 
 
 @dataclass(frozen=True)
@@ -122,6 +134,11 @@ class LandscapeConfig:
                 "mutation probabilities (noop, invalid, harmful, large_gain, stepping) must be >= 0 "
                 f"and sum to at most 1, got {named:g}"
             )
+        if self.noop + self.invalid >= 1.0:
+            raise ValueError(
+                "noop + invalid must be under 1: with no edit that changes the code, no child is ever "
+                "evaluated and a run never spends its budget"
+            )
         if not 0.0 <= self.unlocked_large_gain <= 1.0 - (named - self.large_gain):
             raise ValueError("unlocked_large_gain must be >= 0 and fit beside the other mutation shares")
         if not 1 <= self.tasks <= MAX_TASKS:
@@ -135,18 +152,40 @@ class LandscapeConfig:
                 raise ValueError(f"{share} must lie between 0 and 1")
         if self.flaky + self.impossible >= 1.0:
             raise ValueError("flaky + impossible must leave some tasks an agent can learn (< 1)")
+        flaky, impossible = self.kind_counts()
+        learnable = self.tasks - flaky - impossible
+        if learnable < 1:
+            raise ValueError(
+                f"flaky and impossible take all {self.tasks} tasks ({flaky} and {impossible}, rounded): "
+                "leave at least one an agent can learn"
+            )
+        # The seed's score counts flaky tasks at their chance and impossible ones at 0.
+        lowest = flaky * self.flaky_chance / self.tasks
+        highest = (flaky * self.flaky_chance + learnable) / self.tasks
+        if not lowest < self.seed_score < highest:
+            raise ValueError(
+                f"seed_score must lie strictly between {lowest:g} and {highest:g} here: {flaky} flaky "
+                f"tasks resolve at flaky_chance, {impossible} impossible ones never, "
+                f"{learnable} are learnable"
+            )
         for positive in ("difficulty_sd", "small_sd", "effect_sd", "jitter_sd", "cost_sd"):
             if getattr(self, positive) < 0:
                 raise ValueError(f"{positive} must be >= 0")
         for positive in ("cost_usd", "seconds", "usd_per_mtok", "cluster_gain"):
             if getattr(self, positive) <= 0:
                 raise ValueError(f"{positive} must be > 0")
+        if self.usd_per_mtok < MIN_USD_PER_MTOK:
+            raise ValueError(f"usd_per_mtok must be at least {MIN_USD_PER_MTOK:g}")
         for name in LOGIT_SCALE:
             if abs(getattr(self, name)) > MAX_LOGIT_SHIFT:
                 raise ValueError(f"{name} must lie within +/-{MAX_LOGIT_SHIFT:g} (it is on a log scale)")
         for name, most in MAX_COST.items():
             if getattr(self, name) > most:
                 raise ValueError(f"{name} must be at most {most:g}")
+
+    def kind_counts(self) -> tuple[int, int]:
+        """How many of the pool's tasks are flaky and how many impossible."""
+        return round(self.flaky * self.tasks), round(self.impossible * self.tasks)
 
 
 LANDSCAPES: dict[str, LandscapeConfig] = {
@@ -221,7 +260,7 @@ class Landscape:
         self.difficulty = [rng.gauss(0.0, c.difficulty_sd) for _ in range(c.tasks)]
         # Kinds and costs from their own streams, so that landscapes without them keep their draws.
         order = random.Random(f"kinds:{c.name}:{self.seed}").sample(range(c.tasks), c.tasks)
-        flaky, impossible = round(c.flaky * c.tasks), round(c.impossible * c.tasks)
+        flaky, impossible = c.kind_counts()
         self.kind = [TaskKind.LEARNABLE] * c.tasks
         for j in order[:flaky]:
             self.kind[j] = TaskKind.FLAKY
@@ -231,8 +270,9 @@ class Landscape:
         self.cost = []
         for _ in range(c.tasks):
             scale = math.exp(costs.gauss(0.0, c.cost_sd))
-            usd = c.cost_usd * scale
-            self.cost.append(TaskCost(usd, round(usd / c.usd_per_mtok * 1e6), c.seconds * scale))
+            usd = min(c.cost_usd * scale, MAX_TASK_USD)
+            tokens = min(round(usd / c.usd_per_mtok * 1e6), MAX_TASK_TOKENS)
+            self.cost.append(TaskCost(usd, tokens, min(c.seconds * scale, MAX_TASK_SECONDS)))
 
     def chance(self, logits: list[float], task: int) -> float:
         """The chance that an agent with `logits` resolves `task` in one trial."""
@@ -265,7 +305,15 @@ class Landscape:
                 low = mid
             else:
                 high = mid
-        return [(low + high) / 2.0 - d for d in self.difficulty]
+        logits = [(low + high) / 2.0 - d for d in self.difficulty]
+        reached = self.score(logits)
+        # Past +/-20 the offset moves no chance: very wide difficulties can put a score out of reach.
+        if abs(reached - self.config.seed_score) > SEED_SCORE_TOLERANCE:
+            raise ValueError(
+                f"landscape {self.config.name}, seed {self.seed}: seed_score {self.config.seed_score:g} "
+                f"cannot be reached (at best {reached:.4f}); narrow difficulty_sd or move seed_score"
+            )
+        return logits
 
     def draw(self, rng: random.Random, *, unlocked: bool = False) -> Draw:
         """One mutation of a parent (`unlocked`: one descending from a stepping stone)."""

@@ -13,6 +13,7 @@ from contracts.safe_yaml import YamlInputError, load_yaml
 from service.simulation.landscape import LANDSCAPE_NAME, LANDSCAPE_NAME_RULE, LANDSCAPES, LandscapeConfig
 
 MAX_LANDSCAPE_CHARS = 100_000  # a landscape is a few dozen lines
+MAX_LANDSCAPE_BYTES = 4 * MAX_LANDSCAPE_CHARS  # UTF-8: at most 4 bytes a character
 
 
 class LandscapeFileError(ValueError):
@@ -42,10 +43,19 @@ def _typed(path: Path, key: str, value: object, default: object) -> object:
 
 def load_landscape(path: Path) -> LandscapeConfig:
     """The landscape `path` describes; its name is `name`, else the file's stem."""
+    # Only a regular file: a device would read for ever, a pipe would wait for a writer.
+    if path.exists() and not path.is_file():
+        raise LandscapeFileError(f"{path}: not a regular file")
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as file:
+            raw = file.read(MAX_LANDSCAPE_BYTES + 1)
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise LandscapeFileError(f"{path}: cannot be read: {exc}") from exc
+    if len(raw) > MAX_LANDSCAPE_BYTES:
+        raise LandscapeFileError(
+            f"{path}: larger than {MAX_LANDSCAPE_BYTES:,} bytes (a landscape is a few lines)"
+        )
     try:
         data = load_yaml(text, max_chars=MAX_LANDSCAPE_CHARS)
     except YamlInputError as exc:
@@ -64,7 +74,7 @@ def load_landscape(path: Path) -> LandscapeConfig:
                 f"{path}: unknown key {key!r}; known keys: {', '.join(known)} (docs/simulation.md)"
             )
     base_name = data.get("base", "default")
-    if base_name not in LANDSCAPES:
+    if not isinstance(base_name, str) or base_name not in LANDSCAPES:
         raise LandscapeFileError(
             f"{path}: base: unknown landscape {base_name!r}; known: {', '.join(LANDSCAPES)}"
         )

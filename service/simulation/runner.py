@@ -24,12 +24,13 @@ from sqlalchemy import create_engine, event, func, select
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
-from contracts.config import RunConfig
+from contracts.config import HeldoutConfig, RunConfig
 from contracts.events import HeldoutStarted, kind_of
 from contracts.scores import heldout_interval
 from contracts.settings import Settings
 from service import events
 from service.db.models import Base, Evaluation, Run, RunAgent, Step
+from service.driver.heldout import phase_cost
 from service.driver.jobs import Outbox
 from service.driver.tick import drive
 from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus
@@ -42,6 +43,11 @@ from service.simulation.tasks import LandscapeCatalog
 from service.simulation.worker import SimulatedWorker
 
 MAX_IDLE_TICKS = 50  # ticks in a row with no job and no change: the run is stuck (a bug)
+# Steps are free here, so a landscape whose edits almost never make a child that needs evaluating
+# (nearly all no-ops or invalid) would step for ever without reaching its budget. A run stops
+# after this many steps per evaluation of its budget, short of it; on the built-in landscapes no
+# preset takes more than 0.4.
+MAX_STEPS_PER_EVALUATION = 2
 # Job time limits are checked as a service with the default settings checks them.
 VISIBILITY_TIMEOUT_S: int = Settings.model_fields["broker_visibility_timeout_s"].default
 
@@ -141,9 +147,27 @@ def own_budget(preset: Preset, budget: int) -> int:
     return round(budget * preset.budget_share)
 
 
+def no_room_to_search(preset: Preset, budget: int) -> str | None:
+    """Why `preset` would make no child at `budget` (its held-out phase and the steps in flight
+    take its whole share), or None when it has room for at least one child's first stage."""
+    if preset.heldout is None:
+        return None
+    tasks, top_k = preset.heldout
+    phase = HeldoutConfig(tasks=[f"t{j}" for j in range(tasks)], top_k=top_k, rounds=preset.heldout_rounds)
+    kept = phase_cost(phase, trials=1) + preset.margin()
+    room = own_budget(preset, budget) - kept
+    if room >= preset.stages[0].size:
+        return None
+    return (
+        f"at --budget {budget} it gets {own_budget(preset, budget)} evaluations, and its held-out phase "
+        f"and steps in flight keep {kept} of them: no room for a child (--budget "
+        f"{math.ceil((kept + preset.stages[0].size) / preset.budget_share)} or more)"
+    )
+
+
 def run_config(preset: Preset, seed_agent: str, stages: list[list[str]], seed: int, budget: int) -> RunConfig:
     """The preset as a run configuration; `stages` ends with the held-out tasks if it has some."""
-    limits: dict[str, Any] = {"max_children": 1_000_000}
+    limits: dict[str, Any] = {"max_children": MAX_STEPS_PER_EVALUATION * max(1, own_budget(preset, budget))}
     evaluation: dict[str, Any] = dict(preset.evaluation)
     if preset.heldout is not None:
         evaluation["heldout"] = {

@@ -49,6 +49,13 @@ class _SavedSample(_Saved):
     picked: _Share
     best: _Share
 
+    @model_validator(mode="after")
+    def _picked_in_archive(self) -> Self:
+        # The picked agent is one of the archive's, so its true score cannot pass the best one's.
+        if self.picked > self.best:
+            raise ValueError("picked is above best (the picked agent is one of the archive's)")
+        return self
+
 
 class _SavedRun(_Saved):
     preset: str
@@ -75,6 +82,10 @@ class _SavedRun(_Saved):
         for earlier, later in pairwise(self.samples):
             if later.evaluations < earlier.evaluations or later.steps < earlier.steps:
                 raise ValueError("samples must come in the order they were taken")
+        if self.evaluations > self.budget or self.samples[-1].evaluations > self.evaluations:
+            raise ValueError(
+                "evaluations: a run spends at most its budget, its samples at most its evaluations"
+            )
         if self.heldout_bounds is not None and self.heldout_bounds[0] > self.heldout_bounds[1]:
             raise ValueError("heldout_bounds: the lower bound is above the upper one")
         return self
@@ -163,7 +174,18 @@ def join_sittings(pieces: Sequence[tuple[Path, Sitting]]) -> Sitting:
     """
     if not pieces:
         raise ValueError("no sittings to join")
+    seen: dict[tuple[float, tuple[tuple[str, str, int, float], ...]], Path] = {}
+    for path, piece in pieces:
+        # The same sitting twice would count its wall time twice (a copy under another name too).
+        # Two sittings are told apart by their timings: no two real runs take the same seconds.
+        sitting = (piece.wall_s, tuple((r.preset, r.landscape, r.seed, r.seconds) for r in piece.results))
+        if sitting in seen:
+            raise SittingFileError(
+                f"{path} and {seen[sitting]} are the same sitting ({piece.sitting}): give it once"
+            )
+        seen[sitting] = path
     if len(pieces) == 1:
+        _check_baseline(pieces[0][1].results, str(pieces[0][0]))
         return pieces[0][1]
     first_path, first = pieces[0]
     budget = first.results[0].budget
@@ -183,6 +205,7 @@ def join_sittings(pieces: Sequence[tuple[Path, Sitting]]) -> Sitting:
                     f"{path} and {held[key][0]} both ran {result.preset} on {result.landscape}, seed "
                     f"{result.seed}, and got different runs: they come from different code or settings"
                 )
+    _check_baseline([result for _, result in held.values()], "the sittings joined")
     ran = {result.preset for _, result in held.values()}
     return Sitting(
         command="; ".join(dict.fromkeys(piece.command for _, piece in pieces)),
@@ -193,6 +216,17 @@ def join_sittings(pieces: Sequence[tuple[Path, Sitting]]) -> Sitting:
         # A preset one piece could not run and another did is not "not run".
         skipped={name: why for _, p in pieces for name, why in p.skipped.items() if name not in ran},
     )
+
+
+def _check_baseline(results: Sequence[SimResult], where: str) -> None:
+    """Every run has the baseline's run on its landscape and seed to be compared with."""
+    baseline = {(r.landscape, r.seed) for r in results if r.preset == BASELINE}
+    for result in results:
+        if (result.landscape, result.seed) not in baseline:
+            raise SittingFileError(
+                f"{where}: {result.preset} ran on {result.landscape}, seed {result.seed}, and the "
+                f"baseline {BASELINE} did not; every run is compared with {BASELINE} on its own seed"
+            )
 
 
 def _same_run(one: SimResult, other: SimResult) -> bool:

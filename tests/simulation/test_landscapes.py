@@ -109,6 +109,15 @@ def test_a_landscape_file_sets_its_parameters_over_a_base(tmp_path: Path) -> Non
         # A name becomes the plot's file name and a table cell.
         ("name: ../../elsewhere\n", "name '../../elsewhere': 1-64 letters, digits"),
         ("name: 'a|b'\n", "name 'a|b': 1-64 letters"),
+        ("base: [default]\n", "base: unknown landscape ['default']"),
+        ("base: {a: 1}\n", "base: unknown landscape"),
+        # Every edit a no-op or invalid: no child is ever evaluated, a run never ends.
+        ("invalid: 1\nnoop: 0\nharmful: 0\nlarge_gain: 0\n", "noop + invalid must be under 1"),
+        ("noop: 1\ninvalid: 0\nharmful: 0\nlarge_gain: 0\n", "noop + invalid must be under 1"),
+        ("usd_per_mtok: 1e-300\n", "usd_per_mtok must be at least 1e-06"),
+        # A seed score the task kinds cannot give: 160 of 200 tasks resolve for no agent.
+        ("impossible: 0.8\nseed_score: 0.9\n", "seed_score must lie strictly between 0 and 0.2 here"),
+        ("tasks: 60\nflaky: 0.5\nimpossible: 0.495\n", "flaky and impossible take all 60 tasks"),
     ],
 )
 def test_a_bad_landscape_file_is_refused_naming_the_file_and_the_key(
@@ -178,3 +187,44 @@ def test_a_landscape_too_small_for_a_preset_is_refused_before_anything_runs(tmp_
     assert refused.exit_code == 2
     assert "landscape 'tiny' has 40 tasks, too few for dgm (needs 60)" in refused.output
     assert not out.exists()
+
+
+def test_a_landscape_path_that_is_not_a_regular_file_is_refused_unread(tmp_path: Path) -> None:
+    with pytest.raises(LandscapeFileError, match="not a regular file"):
+        load_landscape(Path("/dev/zero"))  # a device reads for ever
+    with pytest.raises(LandscapeFileError, match="not a regular file"):
+        load_landscape(tmp_path)
+    huge = tmp_path / "huge.yaml"
+    huge.write_text("# " + "x" * 500_000 + "\n")
+    with pytest.raises(LandscapeFileError, match="larger than 400,000 bytes"):
+        load_landscape(huge)
+
+
+def test_task_costs_stay_within_what_a_worker_may_report_however_wide_the_spread() -> None:
+    wide = replace(LANDSCAPES["default"], name="wide", cost_usd=10_000.0, cost_sd=20.0, seconds=86_400.0)
+    costs = Landscape(wide, seed=0).cost
+    assert max(c.usd for c in costs) == 10_000.0  # half the draws land above the median: capped
+    assert max(c.seconds for c in costs) == 86_400.0
+    assert max(c.tokens for c in costs) == 1_000_000_000
+    assert min(c.usd for c in costs) > 0
+    # The worker's reports are accepted, so the run spends its budget.
+    result = simulate(PRESETS["dgm"], replace(wide, tasks=80), seed=0, budget=100)
+    assert result.evaluations == result.done_in_database == 100
+
+
+def test_a_seed_score_out_of_reach_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    path = tmp_path / "wide.yaml"
+    path.write_text("seed_score: 0.001\ndifficulty_sd: 20\n")
+    out = tmp_path / "never"
+    args = ["sim", "--landscape", str(path), "--preset", "dgm", "--seeds", "1", "--out", str(out)]
+    refused = CliRunner().invoke(app, args, env={"COLUMNS": "1000"})
+    assert refused.exit_code == 2
+    assert "seed_score 0.001 cannot be reached" in refused.output
+    assert not out.exists()
+
+
+def test_a_run_whose_edits_almost_never_need_evaluating_stops_at_its_step_cap() -> None:
+    idle = replace(LANDSCAPES["default"], name="idle", noop=0.5, invalid=0.49, harmful=0.0, large_gain=0.0)
+    result = simulate(PRESETS["dgm"], replace(idle, tasks=80), seed=0, budget=100)
+    assert result.steps == 2 * 100  # MAX_STEPS_PER_EVALUATION steps per evaluation of its budget
+    assert result.evaluations < 100

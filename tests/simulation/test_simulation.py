@@ -6,14 +6,14 @@ import json
 import math
 import random
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from cli.main import app
 from contracts.config import ConfigFieldError
@@ -331,7 +331,7 @@ def test_a_comparison_run_in_pieces_gives_the_tables_of_one_sitting(tmp_path: Pa
     # A piece whose baseline differs came from other code or settings: refused, not mixed.
     saved = json.loads(second.read_text())
     forged = next(r for r in saved["results"] if r["preset"] == "dgm")
-    forged["samples"][-1]["picked"] += 0.1
+    forged["samples"][-1]["picked"] -= 0.01
     (tmp_path / "forged.json").write_text(json.dumps(saved))
     message = refused(first, tmp_path / "forged.json")
     assert "got different runs" in message and "forged.json" in message and "dgm on default" in message
@@ -372,6 +372,9 @@ def _one_small_sitting(out: Path) -> dict[str, Any]:
         (lambda r: r.update(heldout_bounds=[0.9, 0.1]), "heldout_bounds"),
         (lambda r: r.update(landscape="../../elsewhere"), "results[0].landscape"),
         (lambda r: r.update(unknown_field=1), "results[0].unknown_field"),
+        # The picked agent is one of the archive's; a run spends at most its budget.
+        (lambda r: r["samples"][-1].update(picked=1.0, best=0.5), "picked is above best"),
+        (lambda r: r.update(evaluations=r["budget"] + 1), "a run spends at most its budget"),
     ],
 )
 def test_a_hand_edited_runs_json_is_refused_naming_the_field(
@@ -402,6 +405,50 @@ def test_a_run_held_twice_in_one_file_is_refused(tmp_path: Path) -> None:
     assert (
         result.exit_code == 2 and "results[0] and results[1] are both dgm on default, seed 0" in result.output
     )
+
+
+def _load(tmp_path: Path, *files: Path, more: Sequence[str] = ()) -> Result:
+    args = ["sim", *(a for f in files for a in ("--load", str(f))), *more, "--out", str(tmp_path / "never")]
+    return CliRunner().invoke(app, args, env={"COLUMNS": "1000"})
+
+
+def test_a_run_without_the_baselines_run_on_its_seed_is_refused(tmp_path: Path) -> None:
+    saved = _one_small_sitting(tmp_path / "made")
+    other = json.loads(json.dumps(saved["results"][0]))
+    other.update(preset="hgm", seed=5)
+    saved["results"].append(other)
+    (tmp_path / "unpaired.json").write_text(json.dumps(saved))
+    result = _load(tmp_path, tmp_path / "unpaired.json")
+    assert result.exit_code == 2, result.output
+    assert "hgm ran on default, seed 5, and the baseline dgm did not" in result.output
+    assert not (tmp_path / "never").exists()
+
+
+def test_the_same_sitting_given_twice_is_refused(tmp_path: Path) -> None:
+    _one_small_sitting(tmp_path / "made")
+    copy = tmp_path / "copy.json"
+    copy.write_text((tmp_path / "made" / "runs.json").read_text())
+    result = _load(tmp_path, tmp_path / "made" / "runs.json", copy)
+    assert result.exit_code == 2 and "are the same sitting" in result.output, result.output
+
+
+def test_options_that_choose_what_runs_are_refused_with_load(tmp_path: Path) -> None:
+    _one_small_sitting(tmp_path / "made")
+    result = _load(tmp_path, tmp_path / "made" / "runs.json", more=["--seeds", "3", "--budget", "500"])
+    assert result.exit_code == 2
+    assert "--seeds, --budget cannot be given with it" in result.output
+
+
+def test_a_preset_with_no_room_to_search_at_a_small_budget_is_listed_as_not_run(tmp_path: Path) -> None:
+    args = ["sim", "--seeds", "1", "--budget", "100", "--landscape", "default", "--jobs", "1"]
+    args += ["--preset", "clade-above-seed-3/2", "--out", str(tmp_path / "out")]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "1000"})
+    assert result.exit_code == 0, result.output
+    says = "not run: clade-above-seed-3/2: at --budget 100 it gets 50 evaluations"
+    assert says in result.output and "(--budget 242 or more)" in result.output
+    saved = json.loads((tmp_path / "out" / "runs.json").read_text())
+    assert {r["preset"] for r in saved["results"]} == {"dgm"}
+    assert "clade-above-seed-3/2" in saved["skipped"]
 
 
 @pytest.mark.parametrize("processes", [1, 2])
