@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from cli.client import CliError
 from contracts.intervals import wilson
@@ -17,11 +18,13 @@ err_console = Console(stderr=True)
 
 @contextmanager
 def reported_errors() -> Iterator[None]:
-    """Turn a CliError into one red line and exit code 1."""
+    """Turn a CliError into one red line and exit code 1. The message is Text, not markup (it
+    holds what the user typed: a file name `[/x].yaml`, a value `[a, b]`), and is never broken
+    into several lines at the console's width."""
     try:
         yield
     except CliError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
+        err_console.print(Text.assemble(("error:", "red"), " ", str(exc)), highlight=False, soft_wrap=True)
         raise typer.Exit(1) from exc
 
 
