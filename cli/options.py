@@ -15,6 +15,7 @@ import typer
 from rich.text import Text
 
 from benchmarks.registry import benchmark_config, installed_registry
+from cli.config_file import ConfigFileError, json_problem, key_problem, load_config_file
 from cli.output import err_console
 from contracts.benchmark_options import BenchmarkConfig, BenchmarkOptionError
 from contracts.safe_yaml import YamlInputError, load_yaml
@@ -60,6 +61,10 @@ def parse_pairs(pairs: list[str]) -> dict[str, Any]:
             value = load_yaml(raw) if raw.strip() else ""
         except YamlInputError as exc:
             raise OptionSyntaxError(f"--option {key}: cannot read {raw!r} as a value ({exc})") from exc
+        problem = (key_problem(raw) if raw.strip() else None) or json_problem(value)
+        if problem is not None:
+            loc, message = problem
+            raise OptionSyntaxError(f"--option {'.'.join(str(part) for part in (key, *loc))}: {message}")
         *parents, leaf = key.split(".")
         target = options
         for depth, part in enumerate(parents):
@@ -73,11 +78,9 @@ def parse_pairs(pairs: list[str]) -> dict[str, Any]:
 
 def read_options_file(path: Path) -> dict[str, Any]:
     try:
-        data = load_yaml(path.read_text())
-    except OSError as exc:
-        raise OptionSyntaxError(f"--options {path}: {exc.strerror or exc}") from exc
-    except YamlInputError as exc:
-        raise OptionSyntaxError(f"--options {path}: {exc}") from exc
+        data = load_config_file(path)
+    except ConfigFileError as exc:
+        raise OptionSyntaxError(f"--options {exc}") from exc
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -122,5 +125,5 @@ def benchmark_from_cli(name: str, pairs: list[str] | None, path: Path | None) ->
 
 def fail_usage(message: str) -> NoReturn:
     # As Text, so that brackets in a value ([a, b]) are not read as markup.
-    err_console.print(Text.assemble(("error:", "red"), " ", message), highlight=False)
+    err_console.print(Text.assemble(("error:", "red"), " ", message), highlight=False, soft_wrap=True)
     raise typer.Exit(USAGE_ERROR)

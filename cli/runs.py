@@ -12,10 +12,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from cli.client import CliError
+from cli.config_file import ConfigFileError, load_config_file
 from cli.context import CliContext
 from cli.events import describe_event
 from cli.output import RUN_COLUMNS, fmt_heldout, fmt_interval, reported_errors, run_row, short
-from contracts.safe_yaml import YamlInputError, load_yaml
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -131,12 +131,10 @@ def _duration(seconds: float | None) -> str:
 
 
 def _read_config(path: Path) -> Any:
-    if not path.is_file():
-        raise CliError(f"{path}: no such file")
     try:
-        data = load_yaml(path.read_text())
-    except YamlInputError as exc:
-        raise CliError(f"{path}: {exc}") from exc
+        data = load_config_file(path)
+    except ConfigFileError as exc:
+        raise CliError(str(exc)) from exc
     if not isinstance(data, dict):
         raise CliError(f"{path}: a run configuration must be a mapping")
     return data
