@@ -69,10 +69,28 @@ def read_text_file(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
 
 
 def _check_regular(path: Path, mode: int) -> None:
+    problem = _mode_problem(mode)
+    if problem is not None:
+        raise ConfigFileError(f"{path}: {problem}")
+
+
+def _mode_problem(mode: int) -> str | None:
     if stat.S_ISDIR(mode):
-        raise ConfigFileError(f"{path}: is a directory, not a file")
+        return "is a directory, not a file"
     if not stat.S_ISREG(mode):
-        raise ConfigFileError(f"{path}: not a regular file (a FIFO, device or socket is not read)")
+        return "not a regular file (a FIFO, device or socket is not read)"
+    return None
+
+
+def not_a_file(path: Path) -> str | None:
+    """Why `path` is no regular file to read (`no such file`, `is a directory, not a file`), or
+    None when it is one."""
+    try:
+        return _mode_problem(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
 
 
 def load_config_file(path: Path) -> Any:

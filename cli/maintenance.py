@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from cli.client import CliError
+from cli.config_file import not_a_file
 from cli.context import CliContext
 from cli.output import reported_errors
 from contracts.settings import Settings
@@ -74,6 +75,8 @@ def restore(
     cli: CliContext = ctx.obj
     folder, url = _targets(data_dir, database_url)
     with reported_errors():
+        if (problem := not_a_file(file)) is not None:
+            raise CliError(f"{file}: {problem}")
         try:
             report = restore_backup(backup=file, data_dir=folder, database_url=url)
         except BackupError as exc:

@@ -162,3 +162,14 @@ def test_an_options_file_is_read_as_a_run_configuration_is(tmp_path: Path) -> No
     assert refused(clade("bench", "list", "swebench", "--options", str(tmp_path)), code=2) == (
         f"error: --options {tmp_path}: is a directory, not a file"
     )
+
+
+def test_restore_names_a_directory_or_fifo_given_as_the_backup(tmp_path: Path) -> None:
+    fifo = tmp_path / "backup.tar"
+    os.mkfifo(fifo)
+    target = ["--data-dir", str(tmp_path / "data"), "--database-url", f"sqlite:///{tmp_path / 'c.db'}"]
+    folder = refused(clade("restore", str(tmp_path), *target))
+    assert folder == f"error: {tmp_path}: is a directory, not a file"
+    assert refused(clade("restore", str(fifo), *target)) == (
+        f"error: {fifo}: not a regular file (a FIFO, device or socket is not read)"
+    )
