@@ -20,13 +20,15 @@ class ConfigFieldError(ValueError):
     """A run configuration is well-formed but cannot run (a task or subset that does not exist,
     limits the broker cannot honour, ...); `field` is the path of the value at fault.
     `issues`, when given, are every problem found as (location, message, kind), the first at
-    `field` (the API answers each, as it answers a validation error)."""
+    `field` (the API answers each, as it answers a validation error). `message` is without the
+    field, which a 422 gives in its `loc` (its readers print the two together)."""
 
     def __init__(
         self, field: str, message: str, *, issues: list[tuple[tuple[str | int, ...], str, str]] | None = None
     ) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
+        self.message = message
         self.issues = issues or []
 
 

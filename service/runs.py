@@ -23,6 +23,7 @@ class UnknownAgentError(NotFoundError):
     def __init__(self, field: str, agent_id: str) -> None:
         super().__init__(f"{field}: unknown agent {agent_id}")
         self.field = field
+        self.message = f"unknown agent {agent_id}"
 
 
 def new_id() -> str:

@@ -43,7 +43,8 @@ async def _bad_field(_request: Request, exc: Exception) -> JSONResponse:
         detail = [{"loc": ["body", *loc], "msg": message, "type": kind} for loc, message, kind in exc.issues]
         return JSONResponse(status_code=status.HTTP_422_UNPROCESSABLE_CONTENT, content={"detail": detail})
     loc: list[str | int] = ["body", *(int(p) if p.isdigit() else p for p in exc.field.split("."))]
-    return unprocessable(loc, str(exc), "unknown_reference")
+    # The field is named once, by `loc`: the CLI and the dashboard print it before the message.
+    return unprocessable(loc, exc.message, "unknown_reference")
 
 
 def _refused(loc: list[str | int], kind: str) -> Handler:
