@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from contracts.benchmark_options import BenchmarkConfig
 from contracts.prices import ModelPrice
+from contracts.records import MAX_TOTAL_TOKENS
 from contracts.safe_yaml import YamlInputError, load_yaml
 
 
@@ -153,6 +154,11 @@ class ModelsConfig(StrictModel):
         return self
 
 
+# A run's token and evaluation counts, and sums of them (spent plus reserved), are compared and
+# summed in 64-bit database integers: bounded far below 2**63 (a thousand times any real run).
+MAX_RUN_COUNT = 10**15
+
+
 class BudgetConfig(StrictModel):
     """Hard stops for the run; `None` means no limit of that kind (max_children always applies).
 
@@ -162,12 +168,14 @@ class BudgetConfig(StrictModel):
     max_children: int = Field(default=10, ge=0, le=1_000_000)
     # Task evaluations run (copies of identical code's results are free): no step opens once the
     # evaluations sent, plus the held-out phase's, would pass it; steps in flight still finish.
-    max_evaluations: int | None = Field(default=None, gt=0)
+    max_evaluations: int | None = Field(default=None, gt=0, le=MAX_RUN_COUNT)
     max_usd: float | None = Field(default=None, gt=0)
-    max_tokens: int | None = Field(default=None, gt=0)
+    max_tokens: int | None = Field(default=None, gt=0, le=MAX_RUN_COUNT)
     max_wall_time_s: float | None = Field(default=None, gt=0)
     per_evaluation_usd: float | None = Field(default=None, gt=0)
-    per_evaluation_tokens: int | None = Field(default=None, gt=0)
+    # An evaluation's tokens are stored in 32-bit columns (contracts.records): a cap above that
+    # could never bind.
+    per_evaluation_tokens: int | None = Field(default=None, gt=0, le=MAX_TOTAL_TOKENS)
     # The most one reply may use, any purpose: the gateway lowers every request's reply limit to it
     # (a request without one gets it), so that no model writes on to its own limit at the run's cost.
     max_reply_tokens: int | None = Field(default=None, ge=16, le=1_000_000)

@@ -6,7 +6,7 @@ Slice policy (a lease is what one job may spend; see `service.leases`):
   leases hold;
 - the jobs sent in one tick each get an equal share of the room as it was at the tick's start:
   room / max(parallelism, jobs to send), capped for an evaluation by `per_evaluation_usd` and
-  `per_evaluation_tokens`;
+  `per_evaluation_tokens`, and for any job at MAX_LEASE_TOKENS (what one job can report);
 - a share is raised to the smallest lease worth granting, the run's costliest call so far (one
   call's worst case as the run has seen it) and never less than 1% of the budget, as long as the
   room holds it; when the room cannot hold that, the job is not sent;
@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from contracts.config import BudgetConfig
 from contracts.jobs import Budget
+from contracts.records import MAX_TOTAL_TOKENS
 from service import leases
 from service.db.models import Evaluation, LLMUsage, Run, Step
 from service.plan import RunPlan
@@ -112,6 +113,9 @@ def reserve_usd(session: Session, run: Run, plan: RunPlan, evaluations: int) -> 
 
 
 MIN_LEASE_FRACTION = 0.01
+# A lease's tokens are kept in a 32-bit column (`leases.tokens_reserved`), as a job's recorded
+# totals are: a job can report no more, so a larger share of a large `max_tokens` is not needed.
+MAX_LEASE_TOKENS = MAX_TOTAL_TOKENS
 
 
 @dataclass(frozen=True)
@@ -172,7 +176,8 @@ class LeaseSlicer:
             usd = min(max(self._share_usd, room.min_usd), cap or room.usd, room.usd)
         if room.tokens is not None and self._share_tokens is not None:
             cap_tokens = self.budget.per_evaluation_tokens if evaluation else None
-            tokens = min(max(self._share_tokens, room.min_tokens), cap_tokens or room.tokens, room.tokens)
+            share = max(self._share_tokens, room.min_tokens)
+            tokens = min(share, cap_tokens or room.tokens, room.tokens, MAX_LEASE_TOKENS)
         self.room = Room(
             usd=None if room.usd is None or usd is None else room.usd - usd,
             tokens=None if room.tokens is None or tokens is None else room.tokens - tokens,

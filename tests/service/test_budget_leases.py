@@ -12,8 +12,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from contracts.config import MAX_RUN_COUNT
 from contracts.jobs import Budget
+from service import leases
 from service.db.models import Evaluation, Lease
+from service.driver.budget import MAX_LEASE_TOKENS
 from service.driver.jobs import MAX_DISPATCHES
 from tests.service.budget_sim import simulate
 from tests.service.driver_world import T, World
@@ -116,3 +119,19 @@ def test_the_runs_reply_limit_goes_out_on_every_job(world: World) -> None:
     world.driver.tick()
     improve, _ = world.outbox.take()
     assert len(improve) == 1 and improve[0].budget.reply_tokens == 300
+
+
+def test_a_token_budget_at_its_bound_leases_what_a_job_can_report(any_world: World) -> None:
+    # Shares of 10**15 tokens do not fit the 32-bit `tokens_reserved` column of PostgreSQL: each
+    # lease is capped at what one job can report, and the run goes on.
+    world = any_world
+    run_id = world.start(
+        stages=[{"tasks": T}], budget={"max_children": 1, "max_tokens": MAX_RUN_COUNT}, parallelism=2
+    )
+    world.driver.tick()
+    _, evaluate = world.outbox.take()
+    assert len(evaluate) == 4
+    assert {job.budget.run_remaining_tokens for job in evaluate} == {MAX_LEASE_TOKENS}
+    assert {lease.tokens_reserved for lease in _leases(world)} == {MAX_LEASE_TOKENS}
+    with world.sessions() as session:
+        assert leases.outstanding(session, run_id=run_id).tokens == 4 * MAX_LEASE_TOKENS

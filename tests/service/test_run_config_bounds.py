@@ -4,9 +4,42 @@ refused at plan time with a 422 naming its field once, and nothing is stored."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from cli.client import describe
+from contracts.config import MAX_RUN_COUNT
+from contracts.records import MAX_TOTAL_TOKENS
 from tests.servers import AppService
-from tests.service.helpers import config
+from tests.service.helpers import config, refusal, row_counts
+
+
+def _refused_everywhere(service: AppService, body: dict[str, Any]) -> tuple[list[list[str | int]], str]:
+    """The 422 of `POST /api/runs/plan`, checked to be that of `POST /api/runs`, which stores nothing."""
+    before = row_counts(service.database_url)
+    with service.admin as client:
+        planned = refusal(client.post("/api/runs/plan", json=body))
+        created = refusal(client.post("/api/runs", json=body))
+    assert planned == created
+    assert row_counts(service.database_url) == before
+    return planned
+
+
+def test_budget_counts_are_bounded_so_their_sums_fit_the_database(service: AppService, seed_id: str) -> None:
+    for field, value in [
+        ("max_tokens", 10**30),
+        ("max_tokens", 2**63),
+        ("max_tokens", MAX_RUN_COUNT + 1),
+        ("max_evaluations", MAX_RUN_COUNT + 1),
+        ("per_evaluation_tokens", MAX_TOTAL_TOKENS + 1),
+    ]:
+        body = config(seed_id, budget={"max_children": 1, field: value})
+        locs, message = _refused_everywhere(service, body)
+        assert locs == [["body", "budget", field]], (field, value)
+        assert "less than or equal to" in message
+    with service.admin as client:
+        at_bound = config(seed_id, budget={"max_children": 1, "max_tokens": MAX_RUN_COUNT})
+        assert client.post("/api/runs", json=at_bound).status_code == 201
+        assert client.get("/api/runs").status_code == 200
 
 
 def test_a_refusal_names_its_field_once(service: AppService, seed_id: str) -> None:
