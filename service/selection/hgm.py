@@ -26,9 +26,13 @@ from service.selection.ledger import RunLedger
 from service.selection.policy import RunScope
 from service.selection.thompson import beta_max_probabilities
 
+MIN_PRIOR = 1e-6
+MAX_PRIOR = 1e6
+
 
 class Hgm(StrategyBase):
-    """Thompson sampling over clade results with a Beta(`alpha`, `beta`) prior (default 1, 1).
+    """Thompson sampling over clade results with a Beta(`alpha`, `beta`) prior (default 1, 1;
+    each between MIN_PRIOR and MAX_PRIOR).
 
     `probabilities` gives each candidate's probability that its sample is the
     largest, which is exactly what one `select` draw picks from. It is computed
@@ -40,8 +44,10 @@ class Hgm(StrategyBase):
 
     name: ClassVar[str] = "hgm"
 
-    alpha: float = Field(default=1.0, gt=0.0)
-    beta: float = Field(default=1.0, gt=0.0)
+    # The prior's bounds keep every draw finite and quick: random.betavariate never returns for a
+    # parameter near 1e308, and the quadrature's variance underflows to 0 for one near 1e-300.
+    alpha: float = Field(default=1.0, ge=MIN_PRIOR, le=MAX_PRIOR)
+    beta: float = Field(default=1.0, ge=MIN_PRIOR, le=MAX_PRIOR)
     above_seed: bool = False
 
     def prepare_draw(self, scope: RunScope, pool: Sequence[Candidate], number: int) -> Sequence[Candidate]:

@@ -83,8 +83,11 @@ def _only_error(name: str, params: dict[str, float]) -> tuple[tuple[str | int, .
         ("score_child_prop", {"lambda": -1.0}, ("lambda",), "greater_than_equal"),
         ("score_child_prop", {"m": 1.5}, ("m",), "less_than_equal"),
         ("score_child_prop", {"lambda": float("nan")}, ("lambda",), "finite_number"),
-        ("hgm", {"alpha": 0.0}, ("alpha",), "greater_than"),
-        ("hgm", {"beta": -2.0}, ("beta",), "greater_than"),
+        ("hgm", {"alpha": 0.0}, ("alpha",), "greater_than_equal"),
+        ("hgm", {"beta": -2.0}, ("beta",), "greater_than_equal"),
+        ("hgm", {"alpha": 1e308}, ("alpha",), "less_than_equal"),  # betavariate would never return
+        ("hgm", {"beta": 1e7}, ("beta",), "less_than_equal"),
+        ("hgm", {"beta": 1e-300}, ("beta",), "greater_than_equal"),  # its variance underflows to 0
         ("hgm", {"temperature": 1.0}, ("temperature",), "extra_forbidden"),
         ("best", {"k": 2.0}, ("k",), "extra_forbidden"),
         ("random", {"seed": 1.0}, ("seed",), "extra_forbidden"),

@@ -42,6 +42,17 @@ def test_budget_counts_are_bounded_so_their_sums_fit_the_database(service: AppSe
         assert client.get("/api/runs").status_code == 200
 
 
+def test_an_hgm_prior_that_would_hang_the_draw_is_refused(service: AppService, seed_id: str) -> None:
+    for name, value in [("alpha", 1e308), ("beta", 1e308), ("alpha", 1e7), ("beta", 1e-300)]:
+        body = config(seed_id, selection={"strategy": "hgm", "params": {name: value}})
+        locs, message = _refused_everywhere(service, body)
+        assert locs == [["body", "selection", "params", name]], (name, value)
+        assert "than or equal to" in message and "selection.params" not in message
+    with service.admin as client:
+        fine = config(seed_id, selection={"strategy": "hgm", "params": {"alpha": 1e6, "beta": 1e-6}})
+        assert client.post("/api/runs/plan", json=fine).status_code == 200
+
+
 def test_a_refusal_names_its_field_once(service: AppService, seed_id: str) -> None:
     with service.admin as client:
         for body, field in [
