@@ -1,7 +1,8 @@
 """The route class of every API router: what no store can keep is refused before the endpoint runs.
 
 A NUL character or a lone surrogate in a path or query parameter, or anywhere in a JSON
-body (keys too), answers 422 at its place; so does a body nested deeper than MAX_JSON_DEPTH.
+body (keys too), answers 422 at its place; so does a body nested deeper than MAX_JSON_DEPTH,
+or holding an integer longer than Python reads (4300 digits: `sys.get_int_max_str_digits`).
 PostgreSQL refuses NUL in text and no UTF-8 exists for a lone surrogate, so without this
 such a value surfaces as a 500 from the database or from encoding the answer, on whichever
 column it happens to reach first.
@@ -10,6 +11,7 @@ column it happens to reach first.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
@@ -50,6 +52,11 @@ def _body_issues(request: Request, body: bytes) -> list[dict[str, Any]]:
         return []  # FastAPI answers it, at the position of the error
     except RecursionError:
         return [_issue(("body",), f"the body is nested more than {MAX_JSON_DEPTH} levels deep", "too_deep")]
+    except ValueError:
+        # The one ValueError json.loads leaves once the decode errors above are caught: an
+        # integer with more digits than Python converts (uncaught, it was a 500).
+        limit = sys.get_int_max_str_digits()
+        return [_issue(("body",), f"a number in the body has more than {limit} digits", "too_many_digits")]
     if json_depth(data) > MAX_JSON_DEPTH:
         return [_issue(("body",), f"the body is nested more than {MAX_JSON_DEPTH} levels deep", "too_deep")]
     return [_issue(("body", *loc), problem) for loc, problem in text_problems(data)]

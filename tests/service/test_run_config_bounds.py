@@ -4,12 +4,18 @@ refused at plan time with a 422 naming its field once, and nothing is stored."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import Any
+
+from fastapi.routing import APIRoute
+from starlette.routing import BaseRoute
 
 from cli.client import describe
 from contracts.config import MAX_RUN_COUNT
 from contracts.records import MAX_TOTAL_TOKENS
-from tests.servers import AppService
+from service.api.app import create_app
+from service.api.routes import CheckedRoute
+from tests.servers import AppService, settings_from_env
 from tests.service.helpers import config, refusal, row_counts
 
 
@@ -51,6 +57,41 @@ def test_an_hgm_prior_that_would_hang_the_draw_is_refused(service: AppService, s
     with service.admin as client:
         fine = config(seed_id, selection={"strategy": "hgm", "params": {"alpha": 1e6, "beta": 1e-6}})
         assert client.post("/api/runs/plan", json=fine).status_code == 200
+
+
+def test_an_integer_too_long_to_read_is_a_422_on_every_json_endpoint(
+    service: AppService, seed_id: str
+) -> None:
+    huge = "9" * 5000
+    bodies = {
+        "/api/runs/plan": f'{{"seed_agent": "{seed_id}", "rng_seed": {huge}}}',
+        "/api/runs": f'{{"seed_agent": "{seed_id}", "rng_seed": {huge}}}',
+        "/api/dashboard/parse-config": f'{{"text": "name: x", "n": {huge}}}',
+    }
+    before = row_counts(service.database_url)
+    with service.admin as client:
+        for path, text in bodies.items():
+            response = client.post(path, content=text, headers={"content-type": "application/json"})
+            locs, message = refusal(response)
+            assert locs == [["body"]] and "more than 4300 digits" in message, path
+    assert row_counts(service.database_url) == before
+
+
+def _api_routes(routes: Sequence[BaseRoute]) -> Iterator[APIRoute]:
+    """Every API route, also those of included routers (FastAPI 0.165 keeps them apart)."""
+    for route in routes:
+        if isinstance(route, APIRoute):
+            yield route
+        included = getattr(route, "original_router", None)
+        if included is not None:
+            yield from _api_routes(included.routes)
+
+
+def test_every_route_that_reads_a_body_checks_it_first(service: AppService) -> None:
+    app = create_app(settings_from_env(service.env))
+    with_body = [route for route in _api_routes(app.routes) if route.body_field is not None]
+    assert "/api/runs/plan" in {route.path for route in with_body}
+    assert [route.path for route in with_body if not isinstance(route, CheckedRoute)] == []
 
 
 def test_a_refusal_names_its_field_once(service: AppService, seed_id: str) -> None:
