@@ -138,6 +138,17 @@ class Checkpoints(PolicyDefaults):
         return max(0, len(tasks or []) * self.plan.trials - len(created))
 
 
+def kept_back_at_start(plan: RunPlan) -> int:
+    """The evaluations a run keeps back from `budget.max_evaluations` before it has sent any: the
+    held-out phase's whole cost (`heldout.reserve`) and one held-out scoring per checkpoint
+    (`Checkpoints.reserved_evaluations`), what its first tick keeps back."""
+    config = plan.heldout
+    if config is None or config.tasks is None:
+        return 0
+    scorings = len(plan.config.evaluation.checkpoints) * len(config.tasks) * plan.trials
+    return heldout.phase_cost(config, trials=plan.trials) + scorings
+
+
 def spent_fraction(plan: RunPlan, used: budget.Spent) -> float:
     """How far the run is through its budget: the larger of its evaluations' and its money's share."""
     limits = plan.budget

@@ -18,11 +18,14 @@ from pydantic import BaseModel, Field
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from contracts.config import ConfigFieldError, RacingConfig
 from service.db.models import Evaluation, LLMUsage, Run, Step
+from service.driver.checkpoints import kept_back_at_start
 from service.driver.epochs import most_evaluations
 from service.driver.heldout import phase_cost as heldout_phase_cost
 from service.lifecycle import EvaluationStatus
 from service.plan import RunPlan
+from service.selection.policy import PolicyDefaults
 
 IMPROVE_PURPOSES = ("improve", "diagnose")
 
@@ -175,6 +178,44 @@ def estimate(session: Session, plan: RunPlan) -> RunEstimate:
         upper_bound=upper,
         expected=expected,
     )
+
+
+def first_stage_evaluations(plan: RunPlan) -> int:
+    """The fewest evaluations an agent's first stage takes before its evaluation policy decides:
+    every task (`stages`), the first batch (`racing`), or for another policy one, not knowing."""
+    tasks, trials = len(plan.stages[0].task_ids), plan.trials
+    evaluation = plan.config.evaluation
+    if evaluation.policy == "stages":
+        return tasks * trials
+    if evaluation.policy == "racing":
+        return min((evaluation.racing or RacingConfig()).batch, tasks) * trials
+    return 1
+
+
+def check_evaluation_room(plan: RunPlan) -> None:
+    """Refuse a `budget.max_evaluations` that leaves no room for one child once the held-out phase's
+    and the checkpoints' evaluations are kept back and the seed's first stage is sent: such a run
+    would score the seed and stop. ConfigFieldError at `budget.max_evaluations`."""
+    budget = plan.budget
+    if budget.max_evaluations is None or budget.max_children == 0:
+        return
+    kept_back = kept_back_at_start(plan)
+    first = first_stage_evaluations(plan)
+    # Results of identical code may be copied from the archive: the seed's may then cost nothing.
+    seed = 0 if plan.config.evaluation.reuse == "archive" else first
+    # A strategy that gives agents their entry stages itself (hgm-paper admits children unmeasured)
+    # may measure a child one task at a time.
+    walks_stages = getattr(type(plan.strategy), "entry_stages", None) is PolicyDefaults.entry_stages
+    child = first if walks_stages else 1
+    needed = kept_back + seed + child
+    if needed > budget.max_evaluations:
+        raise ConfigFieldError(
+            "budget.max_evaluations",
+            f"{budget.max_evaluations} evaluations leave no room for a child: {kept_back} are kept back"
+            f" for the held-out phase and checkpoints, the seed's first stage takes {seed} and a"
+            f" child's {child} ({needed} in all); give at least {needed}, or keep fewer back"
+            " (evaluation.heldout, evaluation.checkpoints)",
+        )
 
 
 def _history(session: Session, benchmark: dict[str, Any], solve: object, improve: object) -> History | None:

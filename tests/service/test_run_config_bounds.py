@@ -18,6 +18,8 @@ from service.api.routes import CheckedRoute
 from tests.servers import AppService, settings_from_env
 from tests.service.helpers import config, refusal, row_counts
 
+TWO = ["clade-mini__textkit-1", "clade-mini__ledger-1"]
+
 
 def _refused_everywhere(service: AppService, body: dict[str, Any]) -> tuple[list[list[str | int]], str]:
     """The 422 of `POST /api/runs/plan`, checked to be that of `POST /api/runs`, which stores nothing."""
@@ -94,6 +96,47 @@ def test_every_route_that_reads_a_body_checks_it_first(service: AppService) -> N
     assert [route.path for route in with_body if not isinstance(route, CheckedRoute)] == []
 
 
+def _heldout_run(seed_id: str, max_evaluations: int, **overrides: Any) -> dict[str, Any]:
+    """Two stage tasks; the held-out phase on the other 30 (8 agents, 10 rounds: 63 evaluations)
+    and 10 checkpoints (30 each): 363 kept back."""
+    evaluation = {
+        "heldout": {"sample": 30, "top_k": 8, "rounds": 10},
+        "checkpoints": [i / 10 for i in range(1, 11)],
+    }
+    return config(
+        seed_id,
+        stages=[{"tasks": TWO}],
+        budget={"max_children": 10, "max_evaluations": max_evaluations},
+        evaluation=evaluation,
+        **overrides,
+    )
+
+
+def test_an_evaluation_budget_the_held_out_reserve_fills_is_refused(
+    service: AppService, seed_id: str
+) -> None:
+    locs, message = _refused_everywhere(service, _heldout_run(seed_id, 300))
+    assert locs == [["body", "budget", "max_evaluations"]]
+    assert "363 are kept back" in message and "first stage takes 2 and a child's 2 (367 in all)" in message
+    assert message.startswith("300 evaluations leave no room for a child")
+    assert _refused_everywhere(service, _heldout_run(seed_id, 366))[0] == [
+        ["body", "budget", "max_evaluations"]
+    ]
+    with service.admin as client:
+        assert client.post("/api/runs/plan", json=_heldout_run(seed_id, 367)).status_code == 200
+        # hgm-paper admits its children unmeasured: one measurement is a child's least.
+        paper = {"strategy": "hgm-paper"}
+        assert (
+            client.post("/api/runs/plan", json=_heldout_run(seed_id, 366, selection=paper)).status_code == 200
+        )
+        refused = client.post("/api/runs/plan", json=_heldout_run(seed_id, 365, selection=paper))
+        assert "(366 in all)" in refusal(refused)[1]
+        # An evaluation-only run makes no child: nothing to make room for.
+        only = _heldout_run(seed_id, 300)
+        only["budget"]["max_children"] = 0
+        assert client.post("/api/runs/plan", json=only).status_code == 200
+
+
 def test_a_refusal_names_its_field_once(service: AppService, seed_id: str) -> None:
     with service.admin as client:
         for body, field in [
@@ -103,6 +146,7 @@ def test_a_refusal_names_its_field_once(service: AppService, seed_id: str) -> No
             ),
             (config(seed_id, stages=[{"subset": "nope"}]), "stages.0.subset"),
             (config("0" * 40), "seed_agent"),
+            (_heldout_run(seed_id, 300), "budget.max_evaluations"),
         ]:
             response = client.post("/api/runs/plan", json=body)
             (issue,) = response.json()["detail"]

@@ -14,7 +14,7 @@ from contracts.errors import NotFoundError
 from contracts.events import RunEvent
 from service import events, experience, lifecycle, queries, runs
 from service.api import model_views, views
-from service.api.deps import AdminOnly, ArchiveDep, IsAdminDep, Reader, ServicesDep, SessionDep
+from service.api.deps import AdminOnly, ArchiveDep, IsAdminDep, Reader, Services, ServicesDep, SessionDep
 from service.api.model_schemas import StepPublic
 from service.api.redact import event_for
 from service.api.responses import download, error_responses
@@ -36,9 +36,9 @@ from service.archive.export import (
     predictions_jsonl,
     pro_predictions_json,
 )
-from service.driver.estimate import PlannedRun, planned_run
+from service.driver.estimate import PlannedRun, check_evaluation_room, planned_run
 from service.experience import ExperiencePool
-from service.plan import plan_run
+from service.plan import RunPlan, plan_run
 
 router = APIRouter(
     prefix="/api/runs", tags=["runs"], route_class=CheckedRoute, responses=error_responses(401, 422)
@@ -81,12 +81,7 @@ Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET)]
     "", status_code=status.HTTP_201_CREATED, dependencies=[AdminOnly], responses=error_responses(413, 507)
 )
 def create_run(config: RunConfig, session: SessionDep, services: ServicesDep) -> RunDetail:
-    plan = plan_run(
-        config,
-        catalog=services.catalog,
-        visibility_timeout_s=services.settings.broker_visibility_timeout_s,
-        prices=services.prices,
-    )
+    plan = _plan(config, services)
     run = runs.create_run(session, plan=plan)
     session.commit()
     return views.run_detail(session, run=run)
@@ -96,14 +91,22 @@ def create_run(config: RunConfig, session: SessionDep, services: ServicesDep) ->
 def preview_run(config: RunConfig, session: SessionDep, services: ServicesDep) -> PlannedRun:
     """What `POST /api/runs` would start, with a cost and time estimate; nothing is stored.
     The same configuration is refused here as there, with the same 422."""
+    plan = _plan(config, services)
+    runs.require_agents(session, config=plan.config)
+    return planned_run(session, plan)
+
+
+def _plan(config: RunConfig, services: Services) -> RunPlan:
+    """The run's plan, or ConfigFieldError; a run whose evaluation budget holds no child is refused
+    here (the simulator sets its budgets itself)."""
     plan = plan_run(
         config,
         catalog=services.catalog,
         visibility_timeout_s=services.settings.broker_visibility_timeout_s,
         prices=services.prices,
     )
-    runs.require_agents(session, config=plan.config)
-    return planned_run(session, plan)
+    check_evaluation_room(plan)
+    return plan
 
 
 @router.get("", dependencies=[Reader])
