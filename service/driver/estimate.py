@@ -43,8 +43,10 @@ class Expected(Figure):
 
 class RunEstimate(BaseModel):
     evaluations_max: int = Field(
-        description="every agent on every task of every stage (each trial), and the top agents on the"
-        " held-out tasks"
+        description="every agent on every task of every stage (each trial), and the top agents and"
+        " checkpoints on the held-out tasks; with max_evaluations, at most that budget plus what the"
+        " steps in flight when it is reached still send (or the seed's stages and what is kept back,"
+        " if more)"
     )
     improve_jobs_max: int
     upper_bound: Figure
@@ -127,8 +129,13 @@ def estimate(session: Session, plan: RunPlan) -> RunEstimate:
     agents = budget.max_children + 1
     heldout = plan.heldout
     scored_heldout = heldout_phase_cost(heldout, trials=plan.trials, agents=agents) if heldout else 0
+    per_scoring = len(heldout.tasks or []) * plan.trials if heldout else 0
+    checkpoints = len(config.evaluation.checkpoints) * per_scoring
     # Every epoch's stages and re-scorings, each task `trials` times, then the held-out phase.
-    evaluations_max = most_evaluations(plan) * plan.trials + scored_heldout
+    evaluations_max = most_evaluations(plan) * plan.trials + scored_heldout + checkpoints
+    bound = evaluation_budget_bound(plan)
+    if bound is not None:
+        evaluations_max = min(evaluations_max, bound)
     job_seconds = (
         evaluations_max * plan.time_limits.evaluate_s + budget.max_children * plan.time_limits.improve_s
     )
@@ -178,6 +185,27 @@ def estimate(session: Session, plan: RunPlan) -> RunEstimate:
         upper_bound=upper,
         expected=expected,
     )
+
+
+def evaluation_budget_bound(plan: RunPlan) -> int | None:
+    """The most evaluations a run with `budget.max_evaluations` sends (None without one).
+
+    No step opens once the evaluations sent plus those kept back reach the budget (a slot's
+    measurement is one task); the steps then in flight, at most `parallelism`, still walk their
+    children through the stages, and what was kept back is sent. The seed walks its stages
+    whatever the budget, and what is kept back is sent after it even when no step opened."""
+    limit = plan.budget.max_evaluations
+    if limit is None:
+        return None
+    trials = plan.trials
+    seed_walk = sum(len(stage.task_ids) for stage in plan.stages) * trials
+    child_walk = max(sum(len(stage.task_ids) for stage in epoch.stages) for epoch in plan.epochs) * trials
+    # A later epoch re-scores agents at its boundary, which the steps in flight may still cross.
+    rescored = sum(
+        (epoch.rescore_top_k + 1) * sum(len(stage.task_ids) for stage in epoch.stages) * trials
+        for epoch in plan.epochs[1:]
+    )
+    return max(seed_walk + kept_back_at_start(plan), limit + plan.parallelism * child_walk) + rescored
 
 
 def first_stage_evaluations(plan: RunPlan) -> int:

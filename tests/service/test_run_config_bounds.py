@@ -137,6 +137,26 @@ def test_an_evaluation_budget_the_held_out_reserve_fills_is_refused(
         assert client.post("/api/runs/plan", json=only).status_code == 200
 
 
+def test_the_upper_bound_of_evaluations_is_held_by_the_evaluation_budget(
+    service: AppService, seed_id: str
+) -> None:
+    # Stages of 2 and 32 tasks, parallelism 2: 11 agents could take 374 evaluations, but no step
+    # opens once 5 are sent; the 2 steps then in flight walk their children through 34 each.
+    with service.admin as client:
+        free = client.post("/api/runs/plan", json=config(seed_id, budget={"max_children": 10}))
+        capped = client.post(
+            "/api/runs/plan", json=config(seed_id, budget={"max_children": 10, "max_evaluations": 5})
+        )
+        paper = client.post(
+            "/api/runs/plan", json=config(seed_id, selection={"strategy": "hgm-paper"}, budget={})
+        )
+    assert free.json()["estimate"]["evaluations_max"] == 11 * 34
+    assert capped.json()["estimate"]["evaluations_max"] == 5 + 2 * 34
+    # hgm-paper fills in 800 evaluations and 800 children (801 x 34 uncapped).
+    assert paper.json()["budget"]["max_evaluations"] == 800
+    assert paper.json()["estimate"]["evaluations_max"] == 800 + 2 * 34
+
+
 def test_a_refusal_names_its_field_once(service: AppService, seed_id: str) -> None:
     with service.admin as client:
         for body, field in [
