@@ -4,7 +4,7 @@ service will take them: JSON, whatever the file says.
 A file is read only if it is a regular file, and at most `MAX_FILE_BYTES` of it; it must be
 UTF-8. Its text is YAML or JSON, read by the bounded loader (contracts/safe_yaml.py). Then what
 YAML can say and JSON cannot is refused, naming the field, before anything is sent: a key given
-twice (YAML would keep the last silently), a key YAML reads as other than text (`1:`, `yes:`,
+twice (refused by the loader itself), a key YAML reads as other than text (`1:`, `yes:`,
 which JSON would turn into "1" and "true"), a date or
 timestamp (`name: 2024-01-01`; quoted, it is text), `!!binary`, `!!set`, NaN and infinity
 (`.nan`, `.inf`), and text with a lone surrogate (`"\\ud800"`) or a NUL.
@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from yaml.error import Mark
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from contracts.safe_yaml import MAX_YAML_CHARS, YamlInputError, load_yaml
@@ -181,35 +180,25 @@ _KEY_KINDS = {
 
 
 def key_problem(text: str) -> tuple[Loc, str] | None:
-    """The first key of `text` (YAML the bounded loader has read: no aliases, nesting bounded)
-    that YAML reads as other than text (`yes:`, `1:`), or given twice in one mapping, with its
-    line; None when every key is text, once."""
+    """The first key of `text` (YAML the bounded loader has read: no aliases, nesting bounded,
+    no key twice) that YAML reads as other than text (`yes:`, `1:`), with its line; None when
+    every key is text."""
     root = yaml.compose(text, Loader=yaml.SafeLoader)
     pending: list[tuple[Node | None, Loc]] = [(root, ())]
     while pending:
         node, loc = pending.pop()
         if isinstance(node, MappingNode):
-            seen: dict[str, Mark] = {}
             children: list[tuple[Node | None, Loc]] = []
             for key_node, value_node in node.value:
                 if not isinstance(key_node, ScalarNode) or key_node.tag == _MERGE_TAG:
                     continue  # `<<: {...}` merges a mapping; a complex key the loader refused
-                key, mark = key_node.value, key_node.start_mark
-                where = (*loc, storable_text(key))
+                where = (*loc, storable_text(key_node.value))
                 if key_node.tag != _STR_TAG:
                     kind = _KEY_KINDS.get(key_node.tag, "not text")
-                    return where, f"the key is read as {kind}, not as text (line {mark.line + 1}); quote it"
-                if key in seen:
-                    return where, f"the key is given twice ({_lines(seen[key], mark)})"
-                seen[key] = mark
+                    line = key_node.start_mark.line + 1
+                    return where, f"the key is read as {kind}, not as text (line {line}); quote it"
                 children.append((value_node, where))
             pending.extend(reversed(children))
         elif isinstance(node, SequenceNode):
             pending.extend(reversed([(item, (*loc, index)) for index, item in enumerate(node.value)]))
     return None
-
-
-def _lines(first: Mark, second: Mark) -> str:
-    if first.line == second.line:
-        return f"line {first.line + 1}, columns {first.column + 1} and {second.column + 1}"
-    return f"lines {first.line + 1} and {second.line + 1}"

@@ -1,6 +1,7 @@
 """YAML typed by people (run configurations, benchmark options), read with bounds.
 
-Anchors and aliases are refused: an alias repeats a node without repeating its text, so a few
+A key given twice in one mapping is refused (YAML would keep the last one silently). Anchors
+and aliases are refused: an alias repeats a node without repeating its text, so a few
 hundred bytes can stand for gigabytes once the value is walked (a "billion laughs"). Nesting is
 bounded as JSON bodies are (MAX_JSON_DEPTH), since composing a deep document recurses; the text
 itself is bounded before the parser sees it. Every refusal is a YamlInputError saying where.
@@ -12,7 +13,7 @@ import re
 from typing import Any
 
 import yaml
-from yaml.nodes import Node
+from yaml.nodes import MappingNode, Node, ScalarNode
 
 from contracts.text import MAX_JSON_DEPTH
 
@@ -57,6 +58,22 @@ class _BoundedLoader(yaml.SafeLoader):
                 self._depth -= 1
         return node
 
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first: dict[tuple[str, str], Any] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, ScalarNode) or key_node.tag == _MERGE_TAG:
+                continue
+            key = (key_node.tag, key_node.value)
+            if key in first:
+                raise YamlInputError(
+                    f"{_where(key_node.start_mark)}the key {key_node.value!r} is given twice "
+                    f"(first on line {first[key].line + 1})"
+                )
+            first[key] = key_node.start_mark
+        return super().construct_mapping(node, deep)
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 # YAML 1.1 (PyYAML) reads `1e-3` and `2.5e3` as strings: its floats need a dot and a signed
 # exponent. People write them as JSON and YAML 1.2 do, so those forms are floats here too.

@@ -41,6 +41,9 @@ def test_yaml_loader_refuses_aliases_depth_and_length() -> None:
         ("x" * 1_000_001, "at most 1000000"),
         ("name: [unclosed", "line 1"),
         ("name: a\x1db\n", "not valid YAML"),
+        # YAML keeps the last of two keys silently; a config, landscape or options file must not.
+        ("name: a\nname: b\n", "line 2, column 1: the key 'name' is given twice (first on line 1)"),
+        ("x: {y: 1, y: 2}\n", "the key 'y' is given twice"),
     ]:
         with pytest.raises(YamlInputError, match=problem.replace("(", r"\(").replace(")", r"\)")):
             load_yaml(text)
