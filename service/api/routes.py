@@ -2,7 +2,8 @@
 
 A NUL character or a lone surrogate in a path or query parameter, or anywhere in a JSON
 body (keys too), answers 422 at its place; so does a body nested deeper than MAX_JSON_DEPTH,
-or holding an integer longer than Python reads (4300 digits: `sys.get_int_max_str_digits`).
+or holding an integer longer than Python reads (4300 digits: `sys.get_int_max_str_digits`), or
+an object that gives a key twice (JSON parsers disagree on which one counts).
 PostgreSQL refuses NUL in text and no UTF-8 exists for a lone surrogate, so without this
 such a value surfaces as a 500 from the database or from encoding the answer, on whichever
 column it happens to reach first.
@@ -40,12 +41,31 @@ def _param_issues(kind: str, items: Iterable[tuple[str, str]]) -> list[dict[str,
     return issues
 
 
+class _KeyTwice(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's members as a dict, refusing a key given twice (json.loads keeps the last)."""
+    members: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in members:
+            raise _KeyTwice(key)
+        members[key] = value
+    return members
+
+
 def _body_issues(request: Request, body: bytes) -> list[dict[str, Any]]:
     content_type = request.headers.get("content-type", "")
     if content_type.startswith(("multipart/", "application/x-www-form-urlencoded")):
         return []  # form fields are checked by their own types
     try:
-        data = json.loads(body)
+        data = json.loads(body, object_pairs_hook=_keys_once)
+    except _KeyTwice as twice:
+        # repr: a NUL or lone surrogate in the key is shown escaped, never stored or encoded
+        return [_issue(("body",), f"the key {twice.key!r} is given twice in one object", "duplicate_key")]
     except UnicodeDecodeError:
         return [_issue(("body",), "the body is not UTF-8 text")]
     except json.JSONDecodeError:

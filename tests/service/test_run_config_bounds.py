@@ -79,6 +79,20 @@ def test_an_integer_too_long_to_read_is_a_422_on_every_json_endpoint(
     assert row_counts(service.database_url) == before
 
 
+def test_a_key_given_twice_in_a_json_body_is_a_422_not_a_silent_choice(
+    service: AppService, seed_id: str
+) -> None:
+    # json.loads keeps the last of two keys; another parser (a proxy, a log reader) the first.
+    twice = f'{{"seed_agent": "{seed_id}", "budget": {{"max_children": 1, "max_children": 900}}}}'
+    before = row_counts(service.database_url)
+    with service.admin as client:
+        for path in ("/api/runs/plan", "/api/runs"):
+            response = client.post(path, content=twice, headers={"content-type": "application/json"})
+            locs, message = refusal(response)
+            assert locs == [["body"]] and message == "the key 'max_children' is given twice in one object"
+    assert row_counts(service.database_url) == before
+
+
 def _api_routes(routes: Sequence[BaseRoute]) -> Iterator[APIRoute]:
     """Every API route, also those of included routers (FastAPI 0.165 keeps them apart)."""
     for route in routes:
