@@ -64,8 +64,11 @@ class QuarantineFileError(ValueError):
 
 def load_quarantine(path: Path) -> QuarantineFile:
     """The quarantine file at `path`, or QuarantineFileError saying what is wrong with it."""
+    # Only a regular file: a pipe would hold the request until a writer came, a device never end.
+    if path.exists() and not path.is_file():
+        raise QuarantineFileError(f"{path}: not a regular file")
     try:
-        text = path.read_text()
+        text = path.read_bytes()  # not UTF-8: the model's JSON parser says where
     except OSError as exc:
         raise QuarantineFileError(f"{path}: cannot read it ({exc.strerror or exc})") from exc
     try:

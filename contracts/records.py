@@ -104,6 +104,10 @@ def _totals_fit(usage: list[UsageRecord]) -> list[UsageRecord]:
         total = sum(getattr(call, field) for call in usage)
         if total > MAX_TOTAL_TOKENS:
             raise ValueError(f"the calls' {field} add up to {total}, more than {MAX_TOTAL_TOKENS}")
+    # A lease keeps what its job spent, prompt and completion together, in a column of the same size.
+    both = sum(call.prompt_tokens + call.completion_tokens for call in usage)
+    if both > MAX_TOTAL_TOKENS:
+        raise ValueError(f"the calls' tokens add up to {both}, more than {MAX_TOTAL_TOKENS}")
     return usage
 
 
@@ -164,6 +168,8 @@ class ChildSubmission(BaseModel):
     rejection: str | None = Field(default=None, max_length=20_000)
     usage: list[UsageRecord] = Field(default_factory=list)
 
+    _usage_fits = field_validator("usage")(_totals_fit)
+
 
 class StepFailure(BaseModel):
     model_config = ConfigDict(allow_inf_nan=False)
@@ -171,3 +177,5 @@ class StepFailure(BaseModel):
     reason: str = Field(min_length=1, max_length=20_000)
     diagnosis: str | None = None
     usage: list[UsageRecord] = Field(default_factory=list)
+
+    _usage_fits = field_validator("usage")(_totals_fit)

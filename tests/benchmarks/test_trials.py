@@ -10,6 +10,7 @@ then the command itself, in real Docker sandboxes, on a task whose empty patch p
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import threading
@@ -22,7 +23,7 @@ from benchmarks import GradeReport, Task, TestGroupResult
 from benchmarks.check import check_benchmark, judge_task, judge_trials, quarantine_record
 from benchmarks.folder import FolderBenchmark
 from benchmarks.trials import describe_flaky, flaky_tests, quarantine_evidence, trial_outcomes
-from contracts.quarantine import FlakyTest, QuarantineFile, load_quarantine
+from contracts.quarantine import FlakyTest, QuarantineFile, QuarantineFileError, load_quarantine
 from tests.benchmarks.local_backend import IMAGE, LocalBackend
 from tests.benchmarks.test_check import FakeBenchmark, make_task, run, sound
 from tests.service.test_cli_bench import clade
@@ -156,6 +157,14 @@ def test_the_quarantine_file_holds_the_quarantined_tasks_only(tmp_path: Path) ->
         "the empty patch resolved in trial(s) 1, 2 of 2: resolved"
     ]
     assert len(loaded.tasks["fake__task-0"].trials) == 2
+    # A pipe would hold the caller (a run's plan) until a writer came; a directory is no file.
+    os.mkfifo(tmp_path / "pipe")
+    for odd in (tmp_path / "pipe", tmp_path):
+        with pytest.raises(QuarantineFileError, match="not a regular file"):
+            load_quarantine(odd)
+    (tmp_path / "latin1.json").write_bytes(b'{"benchmark": "caf\xe9"}')
+    with pytest.raises(QuarantineFileError, match="not a quarantine file"):
+        load_quarantine(tmp_path / "latin1.json")
 
 
 # The evaluator of a shaky task: it checks calc.clamp as calc-2's does, but each time the code

@@ -136,6 +136,13 @@ def test_bounds_are_what_the_database_holds(service: AppService, seed_id: str) -
             "/api/worker/evaluations/e1/result", json={"result": {"resolved": True}, "usage": many}
         )
         assert refusal(result)[0] == [["body", "usage"]]
+        # Prompt and completion each fit, together not: a lease keeps their sum.
+        both = [USAGE | {"prompt_tokens": 1_000_000_000, "completion_tokens": 1_000_000_000}] * 2
+        child = worker.post(
+            f"/api/worker/steps/{step_id}/child", json={"patch": core_patch(3, "x"), "usage": both}
+        )
+        assert refusal(child)[0] == [["body", "usage"]]
+        assert "tokens add up to 4000000000" in refusal(child)[1]
     assert row_counts(url) == before
 
 
