@@ -37,7 +37,10 @@ class StrictModel(BaseModel):
     # A stored configuration has every default filled in, so its output schema marks them required.
     # NaN and infinity have no JSON form, so a stored configuration could not be sent back.
     model_config = ConfigDict(
-        extra="forbid", json_schema_serialization_defaults_required=True, allow_inf_nan=False
+        extra="forbid",
+        json_schema_serialization_defaults_required=True,
+        allow_inf_nan=False,
+        strict=True,
     )
 
 

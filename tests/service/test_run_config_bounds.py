@@ -61,6 +61,24 @@ def test_an_hgm_prior_that_would_hang_the_draw_is_refused(service: AppService, s
         assert client.post("/api/runs/plan", json=fine).status_code == 200
 
 
+def test_a_value_of_another_json_type_is_refused_not_converted(service: AppService, seed_id: str) -> None:
+    # `true` read as 1.0 and "5" as 5 would run a configuration its author did not write.
+    for section, field, value, loc in [
+        ("selection", "params", {"alpha": True}, ["body", "selection", "params", "alpha"]),
+        ("selection", "params", {"alpha": "2"}, ["body", "selection", "params", "alpha"]),
+        ("budget", "max_children", "5", ["body", "budget", "max_children"]),
+        ("budget", "max_usd", True, ["body", "budget", "max_usd"]),
+        ("evaluation", "racing", {"batch": "5"}, ["body", "evaluation", "racing", "batch"]),
+    ]:
+        body = config(seed_id, **{section: {field: value}})
+        locs, message = _refused_everywhere(service, body)
+        assert locs == [loc], (field, value)
+        assert "valid" in message
+    with service.admin as client:  # a whole number where a float is asked is the same number
+        fine = config(seed_id, selection={"strategy": "hgm", "params": {"alpha": 2}}, budget={"max_usd": 3})
+        assert client.post("/api/runs/plan", json=fine).status_code == 200
+
+
 def test_an_integer_too_long_to_read_is_a_422_on_every_json_endpoint(
     service: AppService, seed_id: str
 ) -> None:
