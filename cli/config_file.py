@@ -3,9 +3,8 @@ service will take them: JSON, whatever the file says.
 
 A file is read only if it is a regular file, and at most `MAX_FILE_BYTES` of it; it must be
 UTF-8. Its text is YAML or JSON, read by the bounded loader (contracts/safe_yaml.py). Then what
-YAML can say and JSON cannot is refused, naming the field, before anything is sent: a key given
-twice (refused by the loader itself), a key YAML reads as other than text (`1:`, `yes:`,
-which JSON would turn into "1" and "true"), a date or
+YAML can say and JSON cannot is refused, naming the field, before anything is sent (a key given
+twice, or one YAML reads as other than text, `1:` or `yes:`, the loader itself refuses): a date or
 timestamp (`name: 2024-01-01`; quoted, it is text), `!!binary`, `!!set`, NaN and infinity
 (`.nan`, `.inf`), and text with a lone surrogate (`"\\ud800"`) or a NUL.
 """
@@ -19,9 +18,6 @@ import stat
 from pathlib import Path
 from typing import Any
 
-import yaml
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
-
 from contracts.safe_yaml import MAX_YAML_CHARS, YamlInputError, load_yaml
 from contracts.text import storable_text, text_problem
 
@@ -29,8 +25,6 @@ from contracts.text import storable_text, text_problem
 # a file past this is refused unread, and no text the loader takes is refused here.
 MAX_FILE_BYTES = 4 * MAX_YAML_CHARS
 
-_STR_TAG = "tag:yaml.org,2002:str"
-_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 Loc = tuple[str | int, ...]
 
@@ -100,7 +94,7 @@ def load_config_file(path: Path) -> Any:
         data = load_yaml(text)
     except YamlInputError as exc:
         raise ConfigFileError(f"{path}: {exc}") from exc
-    problem = key_problem(text) or json_problem(data)
+    problem = json_problem(data)
     if problem is not None:
         loc, message = problem
         raise ConfigFileError(f"{path}: {field(loc)}{message}")
@@ -168,37 +162,3 @@ def _key_kind(key: Any) -> str:
     if isinstance(key, int | float):
         return f"{key} is a number"
     return f"{key} is a {type(key).__name__}"
-
-
-_KEY_KINDS = {
-    "tag:yaml.org,2002:bool": "a boolean",
-    "tag:yaml.org,2002:int": "a number",
-    "tag:yaml.org,2002:float": "a number",
-    "tag:yaml.org,2002:null": "null",
-    "tag:yaml.org,2002:timestamp": "a date",
-}
-
-
-def key_problem(text: str) -> tuple[Loc, str] | None:
-    """The first key of `text` (YAML the bounded loader has read: no aliases, nesting bounded,
-    no key twice) that YAML reads as other than text (`yes:`, `1:`), with its line; None when
-    every key is text."""
-    root = yaml.compose(text, Loader=yaml.SafeLoader)
-    pending: list[tuple[Node | None, Loc]] = [(root, ())]
-    while pending:
-        node, loc = pending.pop()
-        if isinstance(node, MappingNode):
-            children: list[tuple[Node | None, Loc]] = []
-            for key_node, value_node in node.value:
-                if not isinstance(key_node, ScalarNode) or key_node.tag == _MERGE_TAG:
-                    continue  # `<<: {...}` merges a mapping; a complex key the loader refused
-                where = (*loc, storable_text(key_node.value))
-                if key_node.tag != _STR_TAG:
-                    kind = _KEY_KINDS.get(key_node.tag, "not text")
-                    line = key_node.start_mark.line + 1
-                    return where, f"the key is read as {kind}, not as text (line {line}); quote it"
-                children.append((value_node, where))
-            pending.extend(reversed(children))
-        elif isinstance(node, SequenceNode):
-            pending.extend(reversed([(item, (*loc, index)) for index, item in enumerate(node.value)]))
-    return None

@@ -15,7 +15,7 @@ import typer
 from rich.text import Text
 
 from benchmarks.registry import benchmark_config, installed_registry
-from cli.config_file import ConfigFileError, json_problem, key_problem, load_config_file
+from cli.config_file import ConfigFileError, json_problem, load_config_file
 from cli.output import err_console
 from contracts.benchmark_options import BenchmarkConfig, BenchmarkOptionError
 from contracts.safe_yaml import YamlInputError, load_yaml
@@ -61,7 +61,7 @@ def parse_pairs(pairs: list[str]) -> dict[str, Any]:
             value = load_yaml(raw) if raw.strip() else ""
         except YamlInputError as exc:
             raise OptionSyntaxError(f"--option {key}: cannot read {raw!r} as a value ({exc})") from exc
-        problem = (key_problem(raw) if raw.strip() else None) or json_problem(value)
+        problem = json_problem(value)
         if problem is not None:
             loc, message = problem
             raise OptionSyntaxError(f"--option {'.'.join(str(part) for part in (key, *loc))}: {message}")

@@ -1,6 +1,7 @@
 """YAML typed by people (run configurations, benchmark options), read with bounds.
 
-A key given twice in one mapping is refused (YAML would keep the last one silently). Anchors
+A key given twice in one mapping is refused (YAML would keep the last one silently), and so is
+a key YAML reads as other than text (`1:`, `yes:`, `null:`), which JSON has no form for. Anchors
 and aliases are refused: an alias repeats a node without repeating its text, so a few
 hundred bytes can stand for gigabytes once the value is walked (a "billion laughs"). Nesting is
 bounded as JSON bodies are (MAX_JSON_DEPTH), since composing a deep document recurses; the text
@@ -59,21 +60,35 @@ class _BoundedLoader(yaml.SafeLoader):
         return node
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
-        first: dict[tuple[str, str], Any] = {}
+        first: dict[str, Any] = {}
         for key_node, _ in node.value:
-            if not isinstance(key_node, ScalarNode) or key_node.tag == _MERGE_TAG:
-                continue
-            key = (key_node.tag, key_node.value)
+            if key_node.tag == _MERGE_TAG:
+                continue  # `<<: {...}` merges a mapping in
+            where = _where(key_node.start_mark)
+            # JSON keys are text: `1:`, `yes:` and `null:` would become "1", "true" and "null".
+            if not isinstance(key_node, ScalarNode):
+                raise YamlInputError(f"{where}a key that is a list or mapping is not text")
+            key = key_node.value
+            if key_node.tag != _STR_TAG:
+                kind = _KEY_KINDS.get(key_node.tag, "other than text")
+                raise YamlInputError(f"{where}the key {key!r} is read as {kind}, not as text; quote it")
             if key in first:
                 raise YamlInputError(
-                    f"{_where(key_node.start_mark)}the key {key_node.value!r} is given twice "
-                    f"(first on line {first[key].line + 1})"
+                    f"{where}the key {key!r} is given twice (first on line {first[key] + 1})"
                 )
-            first[key] = key_node.start_mark
+            first[key] = key_node.start_mark.line
         return super().construct_mapping(node, deep)
 
 
+_STR_TAG = "tag:yaml.org,2002:str"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_KEY_KINDS = {
+    "tag:yaml.org,2002:bool": "a boolean",
+    "tag:yaml.org,2002:int": "a number",
+    "tag:yaml.org,2002:float": "a number",
+    "tag:yaml.org,2002:null": "null",
+    "tag:yaml.org,2002:timestamp": "a date",
+}
 
 # YAML 1.1 (PyYAML) reads `1e-3` and `2.5e3` as strings: its floats need a dot and a signed
 # exponent. People write them as JSON and YAML 1.2 do, so those forms are floats here too.

@@ -60,8 +60,8 @@ NOT_JSON = [
     ('{"name": "x", "\\ud800": 1}\n', "field \ufffd: the key must be valid Unicode text"),
     ("name: a\nname: b\n", "line 3, column 1: the key 'name' is given twice (first on line 2)"),
     ('{"stages": [{"tasks": 1, "tasks": 2}]}', "line 1, column 26: the key 'tasks' is given twice"),
-    ("yes: 1\n", "field yes: the key is read as a boolean, not as text (line 2); quote it"),
-    ("budget:\n  1: 2\n", "field budget.1: the key is read as a number, not as text (line 3)"),
+    ("yes: 1\n", "line 2, column 1: the key 'yes' is read as a boolean, not as text; quote it"),
+    ("budget:\n  1: 2\n", "line 3, column 3: the key '1' is read as a number, not as text; quote it"),
 ]
 
 

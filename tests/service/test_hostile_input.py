@@ -44,6 +44,10 @@ def test_yaml_loader_refuses_aliases_depth_and_length() -> None:
         # YAML keeps the last of two keys silently; a config, landscape or options file must not.
         ("name: a\nname: b\n", "line 2, column 1: the key 'name' is given twice (first on line 1)"),
         ("x: {y: 1, y: 2}\n", "the key 'y' is given twice"),
+        # JSON keys are text: YAML would read these as null and as a number.
+        ("null: a\n~: b\n", "line 1, column 1: the key 'null' is read as null, not as text; quote it"),
+        ("x:\n  1: a\n", "line 2, column 3: the key '1' is read as a number"),
+        ("? [a]\n: 1\n", "a key that is a list or mapping is not text"),
     ]:
         with pytest.raises(YamlInputError, match=problem.replace("(", r"\(").replace(")", r"\)")):
             load_yaml(text)
@@ -66,6 +70,9 @@ def test_parse_config_is_for_admins_and_refuses_bombs(service: AppService) -> No
             (ALIAS_BOMB, "anchors"),
             ("a: " + "[" * 50_000 + "\n", "nested more than"),
             ("a: .inf\n", "JSON cannot carry"),
+            # What the command line refuses, the dashboard's form refuses (one loader for both).
+            ("null: a\n~: b\n", "the key 'null' is read as null"),
+            ("name: a\nname: b\n", "the key 'name' is given twice"),
         ]:
             response = admin.post(PARSE, json={"text": text})
             assert response.status_code == 422, (text[:40], response.status_code)
