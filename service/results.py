@@ -11,6 +11,7 @@ from contracts.errors import ConflictError, NotFoundError
 from contracts.events import EvaluationDone, StepRejected
 from contracts.records import EvaluationResult, EvaluationSubmission, UsageRecord
 from service import events, leases, lifecycle
+from service.db.locks import locked
 from service.db.models import Evaluation, Event, LLMUsage, Step
 from service.worker_tokens import WorkerIdentity
 
@@ -24,7 +25,7 @@ def record_evaluation(
 ) -> Evaluation:
     """Store one evaluation's result and usage, and the worker that sent it; a repeated delivery
     changes nothing."""
-    evaluation = session.get(Evaluation, evaluation_id, with_for_update=True)
+    evaluation = locked(session, Evaluation, evaluation_id)
     if evaluation is None:
         raise NotFoundError(f"evaluation {evaluation_id} not found")
     if not lifecycle.finish_evaluation.allows(evaluation):  # done already, or cancelled with its run
@@ -136,7 +137,7 @@ def reject_step(
 ) -> Step:
     """A step that ended without a child (empty patch, improver crashed...), and the worker that
     said so (None: the service itself). Caller commits."""
-    step = session.get(Step, step_id, with_for_update=True)
+    step = locked(session, Step, step_id)
     if step is None:
         raise NotFoundError(f"step {step_id} not found")
     if step.status in lifecycle.STEP_FINISHED:

@@ -12,6 +12,7 @@ from contracts.config import ConfigFieldError, RunConfig
 from contracts.errors import NotFoundError
 from contracts.events import RunCancelled, RunCompleted, RunCreated, RunPaused, RunRunning
 from service import events, leases, lifecycle
+from service.db.locks import locked
 from service.db.models import Agent, Evaluation, Run, RunAgent, Step
 from service.lifecycle import EvaluationStatus, MemberStatus, RunStatus, Transition
 from service.plan import RunPlan
@@ -73,7 +74,7 @@ def create_run(session: Session, *, plan: RunPlan) -> Run:
 
 def change_state(session: Session, *, run_id: str, action: str) -> Run:
     """Pause, resume or cancel; an impossible change is a ConflictError. The caller commits."""
-    run = session.get(Run, run_id, with_for_update=True)
+    run = locked(session, Run, run_id)
     if run is None:
         raise NotFoundError(f"run {run_id} not found")
     transition = lifecycle.RUN_ACTIONS[action]
@@ -120,17 +121,23 @@ def wind_down(session: Session, *, run: Run, end: Transition[Run], reason: str) 
     if was_running:
         bank_active_time(run, now)
     run.stop_reason, run.finished_at = reason, now
+    # FOR UPDATE: on PostgreSQL a worker's answer committed meanwhile is waited for and its row
+    # skipped, not overwritten (SQLite: the caller's lock on the run holds the whole database).
     for step in session.scalars(
-        select(Step).where(Step.run_id == run.id, Step.status.in_(lifecycle.STEP_IN_FLIGHT))
+        select(Step).where(Step.run_id == run.id, Step.status.in_(lifecycle.STEP_IN_FLIGHT)).with_for_update()
     ):
         lifecycle.cancel_step(step)
         step.reason, step.finished_at = reason, now
     for evaluation in session.scalars(
-        select(Evaluation).where(Evaluation.run_id == run.id, Evaluation.status == EvaluationStatus.PENDING)
+        select(Evaluation)
+        .where(Evaluation.run_id == run.id, Evaluation.status == EvaluationStatus.PENDING)
+        .with_for_update()
     ):
         lifecycle.cancel_evaluation(evaluation)
     for member in session.scalars(
-        select(RunAgent).where(RunAgent.run_id == run.id, RunAgent.status == MemberStatus.EVALUATING)
+        select(RunAgent)
+        .where(RunAgent.run_id == run.id, RunAgent.status == MemberStatus.EVALUATING)
+        .with_for_update()
     ):
         lifecycle.reject_member(member)
         member.reason = f"run ended before its evaluation finished: {reason}"

@@ -16,6 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from contracts.errors import NotFoundError
+from service.db.locks import locked
 from service.db.models import Evaluation, Step, WorkerToken
 
 TOKEN_BYTES = 32
@@ -52,7 +53,7 @@ def listed(session: Session) -> list[WorkerToken]:
 
 def revoke(session: Session, *, token_id: str) -> WorkerToken:
     """Refuse the token from now on; revoking it again changes nothing. Caller commits."""
-    row = session.get(WorkerToken, token_id, with_for_update=True)
+    row = locked(session, WorkerToken, token_id)
     if row is None:
         raise NotFoundError(f"worker token {token_id} not found")
     if row.revoked_at is None:

@@ -19,6 +19,7 @@ from contracts.events import DriverError
 from contracts.logs import log_ids
 from service import events
 from service.archive.store import Archive
+from service.db.locks import locked
 from service.db.models import Run
 from service.driver.dispatch import Dispatcher
 from service.driver.jobs import REDISPATCH_MARGIN_S, Outbox
@@ -175,7 +176,7 @@ class RunDriver:
     def _drive(self, run_id: str) -> None:
         outbox = Outbox()
         with self.sessions.begin() as session:
-            run = session.get(Run, run_id, with_for_update=True)
+            run = locked(session, Run, run_id)
             if run is not None and run.status == RunStatus.RUNNING:
                 drive(
                     session, run, outbox, redispatch_margin_s=self.redispatch_margin_s, archive=self.archive

@@ -21,6 +21,7 @@ from service.api.deps import ArchiveDep, SessionDep, WorkerDep, WorkerOnly
 from service.api.responses import download, error_responses
 from service.api.routes import CheckedRoute
 from service.api.schemas import AgentPublic, EvaluationPublic
+from service.db.locks import locked
 from service.db.models import Evaluation, Step
 from service.lifecycle import EvaluationStatus, StepStatus
 from service.results import record_evaluation, reject_step
@@ -52,7 +53,7 @@ class JobStatus(BaseModel):
 
 def _job(session: Session, model: type[Answered], item_id: str, secret: str | None) -> Answered:
     """The step or evaluation, locked, once the request shows its job's secret (403/409 otherwise)."""
-    item = session.get(model, item_id, with_for_update=True)
+    item = locked(session, model, item_id)
     if item is None:
         raise NotFoundError(f"{'step' if model is Step else 'evaluation'} {item_id} not found")
     job_secrets.verify(item, secret)
