@@ -10,6 +10,10 @@ the run driver cannot open a file). Here:
 - at most `max_connections` connections are open at once, fewer when the descriptor limit
   leaves less than `fd_reserve` for everything else (database, git, logs); a connection past
   the limit is closed as soon as it is accepted, so its descriptor is given back at once;
+- a request line and headers longer than MAX_HEADER_BYTES (64 KiB) are answered 431 and the
+  connection closed: httptools has no limit of its own (a 20 MB header line was served, and a
+  header streamed slowly grew the process by the size sent), so the bytes are counted before
+  they reach its parser;
 - an idle kept-alive connection is closed after `keep_alive_timeout_s` (uvicorn's own timer);
 - a connection whose request is answered while its body still comes in (a 401 or 413 sent before
   the body is read, an endpoint that reads none) is closed: uvicorn would read that body to its
@@ -24,12 +28,17 @@ import resource
 from typing import Any
 
 from uvicorn.config import Config
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from contracts.settings import Settings
 
 log = logging.getLogger("clade.service")
+
+# The request line and headers of one request, together (docs/operations.md). A socket read
+# that also holds the end of a previous request's body is not counted against the next one,
+# so what a request's headers can hold is bounded by this plus one read (256 KiB at most).
+MAX_HEADER_BYTES = 64 * 1024
 
 
 def raise_fd_limit() -> int:
@@ -55,6 +64,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     header_timeout_s: float = 10.0
     max_connections: int = 1000
+    max_header_bytes: int = MAX_HEADER_BYTES
 
     def __init__(
         self,
@@ -65,6 +75,8 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     ) -> None:
         super().__init__(config, server_state, app_state, _loop)
         self._header_deadline: asyncio.TimerHandle | None = None
+        # Bytes of the current request's line and headers read so far; None once they are complete.
+        self._header_bytes: int | None = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         over = len(self.connections) >= self.max_connections
@@ -81,7 +93,33 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             # Between requests: bytes that begin no request (the parser skips blank lines) would
             # otherwise only put off the idle timer, for ever; they start the header deadline.
             self._start_header_deadline()
-        super().data_received(data)
+        if self._header_bytes is None:  # a body: bounded by the body limit, not here
+            super().data_received(data)
+            return
+        room = self.max_header_bytes - self._header_bytes
+        self._header_bytes += min(len(data), room)
+        super().data_received(data[:room])
+        if len(data) <= room or self.transport.is_closing():
+            return
+        if self._header_bytes is not None:
+            self._refuse_headers()
+            return
+        self.data_received(data[room:])  # the headers ended within the limit: the rest is a body
+
+    def _refuse_headers(self) -> None:
+        log.warning("refused a request whose headers are over %d bytes", self.max_header_bytes)
+        message = f"request line and headers over {self.max_header_bytes} bytes".encode()
+        content = [STATUS_LINE[431]]
+        for name, value in self.server_state.default_headers:
+            content += [name, b": ", value, b"\r\n"]
+        content += [
+            b"content-type: text/plain; charset=utf-8\r\n",
+            b"content-length: " + str(len(message)).encode() + b"\r\n",
+            b"connection: close\r\n\r\n",
+            message,
+        ]
+        self.transport.write(b"".join(content))
+        self.transport.close()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -89,7 +127,12 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._cancel_header_deadline()
+        self._header_bytes = None
         super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._header_bytes = 0  # what follows is the next request's
+        super().on_message_complete()
 
     def on_response_complete(self) -> None:
         answered = self.cycle
