@@ -21,6 +21,9 @@ MAX_TOTAL_TOKENS = 2**31 - 1
 # Costs are summed per evaluation and per run: bounded per call so that no sum reaches infinity,
 # which JSON cannot carry.
 MAX_CALL_USD = 1_000_000.0
+# An evaluation's measured phases: far past any time limit a run allows (a day per phase), and
+# small enough that summing them over any number of evaluations stays finite.
+MAX_DURATION_S = 30 * 24 * 3600.0
 
 
 class Record(BaseModel):
@@ -41,10 +44,12 @@ class UsageRecord(Record):
 
 
 class Durations(Record):
-    setup_s: float = 0.0
-    agent_s: float = 0.0
-    grade_s: float = 0.0
-    total_s: float = 0.0
+    """Seconds an evaluation spent in each phase, as its worker measured them."""
+
+    setup_s: float = Field(default=0.0, ge=0, le=MAX_DURATION_S)
+    agent_s: float = Field(default=0.0, ge=0, le=MAX_DURATION_S)
+    grade_s: float = Field(default=0.0, ge=0, le=MAX_DURATION_S)
+    total_s: float = Field(default=0.0, ge=0, le=MAX_DURATION_S)
 
 
 class JudgeVerdict(Record):
