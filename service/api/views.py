@@ -299,6 +299,15 @@ def run_agents(
     return [_run_agent_public(row) for row in rows], total
 
 
+def require_in_run(session: Session, *, run_id: str, agent_id: str) -> None:
+    """NotFoundError unless the agent is in the run's archive, or was evaluated in the run."""
+    if session.get(RunAgent, (run_id, agent_id)) is not None:
+        return
+    evaluated = select(Evaluation.id).where(Evaluation.run_id == run_id, Evaluation.agent_id == agent_id)
+    if session.scalar(evaluated.limit(1)) is None:
+        raise NotFoundError(f"agent {agent_id} is not in run {run_id}")
+
+
 def _run_agent_public(row: RunAgent) -> RunAgentPublic:
     return RunAgentPublic(
         id=row.agent_id,

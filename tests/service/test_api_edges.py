@@ -46,3 +46,32 @@ def test_durations_out_of_any_clock_are_refused_at_their_field(
     with service.admin as admin:
         stored = admin.get(f"/api/agents/{seed_id}/evaluations/e1").json()
     assert stored["result"]["durations"] == fine
+
+
+def test_an_unknown_member_status_is_refused_with_the_ones_there_are(
+    service: AppService, seed_id: str
+) -> None:
+    run_id = start_run(service, seed_id)
+    with service.admin as client:
+        places, message = refusal(client.get(f"/api/runs/{run_id}/agents", params={"status": "junk"}))
+        assert places == [["query", "status"]]
+        assert all(value in message for value in ("'evaluating'", "'admitted'", "'rejected'")), message
+        seed = client.get(f"/api/runs/{run_id}/agents", params={"status": "evaluating"}).json()
+        assert [agent["id"] for agent in seed["items"]] == [seed_id]
+        assert client.get(f"/api/runs/{run_id}/agents", params={"status": "admitted"}).json()["total"] == 0
+
+
+def test_predictions_of_an_agent_not_in_the_run_are_404(service: AppService, seed_id: str) -> None:
+    run_id = start_run(service, seed_id)
+    stranger = "0" * 40
+    with service.admin as client:
+        answer = client.get(f"/api/runs/{run_id}/predictions", params={"agent": stranger})
+        assert answer.status_code == 404, answer.text
+        assert answer.json()["detail"] == f"agent {stranger} is not in run {run_id}"
+        pro = client.get(
+            f"/api/runs/{run_id}/predictions", params={"agent": stranger, "format": "swebench-pro"}
+        )
+        assert pro.status_code == 404, pro.text
+        # The run's own agents still get their file, empty while nothing is evaluated.
+        own = client.get(f"/api/runs/{run_id}/predictions", params={"agent": seed_id})
+        assert own.status_code == 200 and own.text == ""

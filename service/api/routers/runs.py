@@ -38,6 +38,7 @@ from service.archive.export import (
 )
 from service.driver.estimate import PlannedRun, check_evaluation_room, planned_run
 from service.experience import ExperiencePool
+from service.lifecycle import MemberStatus
 from service.plan import RunPlan, plan_run
 
 router = APIRouter(
@@ -145,7 +146,7 @@ def run_agents(
     session: SessionDep,
     limit: Limit = 100,
     offset: Offset = 0,
-    status_filter: Annotated[str | None, Query(alias="status")] = None,
+    status_filter: Annotated[MemberStatus | None, Query(alias="status")] = None,
 ) -> Page[RunAgentPublic]:
     items, total = views.run_agents(session, run_id=run_id, limit=limit, offset=offset, status=status_filter)
     return Page(items=items, total=total, limit=limit, offset=offset)
@@ -267,6 +268,9 @@ def run_predictions(
     """SWE-bench predictions JSONL of one agent's evaluations in this run (default: the best agent);
     `format=swebench-pro`: SWE-bench Pro's patches file (a JSON list of instance_id, patch, prefix)."""
     run = queries.get_run(session, run_id=run_id)
+    if agent is not None:
+        # An empty file would read as "no task solved", not "no such agent here".
+        views.require_in_run(session, run_id=run_id, agent_id=agent)
     agent_id = agent or next(iter(queries.top_agents(session, run_id=run_id, k=1)), run.seed_agent_id)
     if fmt == "swebench-pro":
         return Response(
