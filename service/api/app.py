@@ -209,6 +209,10 @@ def create_app(settings: Settings, bind_host: str | None = None) -> FastAPI:
         code = status.HTTP_200_OK if body.status == "ok" else status.HTTP_503_SERVICE_UNAVAILABLE
         return JSONResponse(status_code=code, content=body.model_dump(mode="json"))
 
+    # Load balancers probe with HEAD: the same status and headers (the server sends no body).
+    # Kept out of the OpenAPI document, where it would repeat GET's operation id.
+    app.add_api_route("/api/health", health, methods=["HEAD"], include_in_schema=False)
+
     @app.get(
         "/api/admin/consistency", tags=["system"], dependencies=[AdminOnly], responses=error_responses(401)
     )

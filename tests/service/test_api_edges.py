@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
-from tests.servers import AppService
+from tests.servers import AppService, ServiceProcess
 from tests.service.helpers import add_evaluation, refusal, row_counts, start_run
 
 RESULT: dict[str, Any] = {"resolved": True}
@@ -75,3 +76,17 @@ def test_predictions_of_an_agent_not_in_the_run_are_404(service: AppService, see
         # The run's own agents still get their file, empty while nothing is evaluated.
         own = client.get(f"/api/runs/{run_id}/predictions", params={"agent": seed_id})
         assert own.status_code == 200 and own.text == ""
+
+
+def test_health_answers_a_head_probe(live_service: ServiceProcess) -> None:
+    """What a load balancer sends: the same status as GET, and no body (a real server)."""
+    with httpx.Client(base_url=live_service.url, timeout=30) as client:
+        head = client.head("/api/health")
+        get = client.get("/api/health")
+    assert head.status_code == get.status_code == 200
+    assert head.content == b""
+    assert head.headers["content-type"] == get.headers["content-type"] == "application/json"
+    assert head.headers["content-length"] == get.headers["content-length"]
+    # Not a general HEAD: a POST-only path still says which methods it takes.
+    with httpx.Client(base_url=live_service.url, timeout=30) as client:
+        assert client.head("/api/runs/x/cancel").status_code == 405
