@@ -90,3 +90,23 @@ def test_health_answers_a_head_probe(live_service: ServiceProcess) -> None:
     # Not a general HEAD: a POST-only path still says which methods it takes.
     with httpx.Client(base_url=live_service.url, timeout=30) as client:
         assert client.head("/api/runs/x/cancel").status_code == 405
+
+
+@pytest.mark.parametrize("name", ["box\n2026-01-01 forged log line", "box\r1", "tab\there", "bidi\u202eevil"])
+def test_worker_token_names_hold_no_control_character(service: AppService, name: str) -> None:
+    with service.admin as admin:
+        places, message = refusal(admin.post("/api/admin/worker-tokens", json={"name": name}))
+        assert places == [["body", "name"]]
+        assert "control or format character" in message
+        assert admin.get("/api/admin/worker-tokens").json() == []
+
+
+def test_worker_token_names_may_repeat(service: AppService) -> None:
+    """Names are labels (revoked by id): a machine's new token may take the old one's name."""
+    with service.admin as admin:
+        first = admin.post("/api/admin/worker-tokens", json={"name": "gpu-box-1"})
+        second = admin.post("/api/admin/worker-tokens", json={"name": "gpu-box-1"})
+        assert first.status_code == second.status_code == 201
+        assert admin.delete(f"/api/admin/worker-tokens/{first.json()['id']}").json()["revoked"]
+        listed = {row["id"]: row["revoked"] for row in admin.get("/api/admin/worker-tokens").json()}
+        assert listed == {first.json()["id"]: True, second.json()["id"]: False}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime
 
 from fastapi import APIRouter, status
@@ -13,6 +14,10 @@ from service.api.deps import AdminOnly, SessionDep
 from service.api.responses import error_responses
 from service.api.routes import CheckedRoute
 from service.db.models import WorkerToken
+
+# Control characters (newline, tab, escape), format characters (bidi overrides) and line or
+# paragraph separators.
+UNPRINTABLE = frozenset({"Cc", "Cf", "Zl", "Zp"})
 
 router = APIRouter(
     prefix="/api/admin/worker-tokens",
@@ -35,6 +40,10 @@ class WorkerTokenRequest(BaseModel):
     def _not_blank(cls, name: str) -> str:
         if not name.strip():
             raise ValueError("a worker token needs a name that is not blank")
+        # The name is written into log lines and results: a newline there would forge a line.
+        unprintable = next((c for c in name if unicodedata.category(c) in UNPRINTABLE), None)
+        if unprintable is not None:
+            raise ValueError(f"must not hold a control or format character (U+{ord(unprintable):04X})")
         return name.strip()
 
 
