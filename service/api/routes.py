@@ -1,9 +1,12 @@
 """The route class of every API router: what no store can keep is refused before the endpoint runs.
 
 A NUL character or a lone surrogate in a path or query parameter, or anywhere in a JSON
-body (keys too), answers 422 at its place; so does a body nested deeper than MAX_JSON_DEPTH,
-or holding an integer longer than Python reads (4300 digits: `sys.get_int_max_str_digits`), or
-an object that gives a key twice (JSON parsers disagree on which one counts).
+body (keys too), answers 422 at its place (in a URL a surrogate can only come percent-encoded,
+as bytes that are not UTF-8, which the server decodes to U+FFFD: such a parameter is refused
+too, rather than looked up under a name the client never sent); so does a body nested deeper
+than MAX_JSON_DEPTH, or holding an integer longer than Python reads (4300 digits:
+`sys.get_int_max_str_digits`), or an object that gives a key twice (JSON parsers disagree on
+which one counts).
 PostgreSQL refuses NUL in text and no UTF-8 exists for a lone surrogate, so without this
 such a value surfaces as a 500 from the database or from encoding the answer, on whichever
 column it happens to reach first.
@@ -15,6 +18,7 @@ import json
 import sys
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from fastapi import Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -32,13 +36,31 @@ def _issue(loc: Iterable[str | int], message: str, kind: str = "unstorable_text"
     return {"loc": list(loc), "msg": message, "type": kind}
 
 
-def _param_issues(kind: str, items: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
+NOT_UTF8 = "must be valid Unicode text (its percent-encoded bytes are not UTF-8, e.g. an encoded surrogate)"
+
+
+def _param_issues(
+    kind: str, items: Iterable[tuple[str, str]], *, raw_utf8: bool = True
+) -> list[dict[str, Any]]:
+    """`raw_utf8`: whether the URL part the items come from is UTF-8 once percent-decoded; when it
+    is not, an item holding U+FFFD is where the server replaced the bytes that are not."""
     issues = []
     for name, value in items:
         problem = text_problem(value) or text_problem(name)
+        if problem is None and not raw_utf8 and "\ufffd" in name + value:
+            problem = NOT_UTF8
         if problem is not None:
             issues.append(_issue((kind, name.replace("\x00", "\ufffd")), problem))
     return issues
+
+
+def _is_utf8(raw: bytes, *, form: bool = False) -> bool:
+    """Whether a raw path (or, `form`, query string) is UTF-8 text once percent-decoded."""
+    try:
+        unquote_to_bytes(raw.replace(b"+", b" ") if form else raw).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 class _KeyTwice(ValueError):
@@ -106,10 +128,12 @@ class CheckedRoute(APIRoute):
         guards = _guards(self.dependant)
 
         async def checked(request: Request) -> Response:
-            issues = _param_issues("path", request.path_params.items())
+            raw_path = request.scope.get("raw_path") or request.scope["path"].encode()
+            issues = _param_issues("path", request.path_params.items(), raw_utf8=_is_utf8(raw_path))
             # Only the parameters the route reads: FastAPI ignores any other.
             queried = [(k, v) for k, v in request.query_params.multi_items() if k in query_names]
-            issues += _param_issues("query", queried)
+            query_utf8 = _is_utf8(request.scope.get("query_string", b""), form=True)
+            issues += _param_issues("query", queried, raw_utf8=query_utf8)
             if self.body_field is not None:
                 # A caller without the token is refused before a byte of its body is read.
                 for guard in guards:

@@ -110,3 +110,22 @@ def test_worker_token_names_may_repeat(service: AppService) -> None:
         assert admin.delete(f"/api/admin/worker-tokens/{first.json()['id']}").json()["revoked"]
         listed = {row["id"]: row["revoked"] for row in admin.get("/api/admin/worker-tokens").json()}
         assert listed == {first.json()["id"]: True, second.json()["id"]: False}
+
+
+def test_a_path_or_query_that_is_not_utf8_is_422_at_its_parameter(service: AppService, seed_id: str) -> None:
+    """An encoded surrogate is bytes that are not UTF-8: refused where it stands, never looked up
+    under the replacement characters the server decoded it to."""
+    run_id = start_run(service, seed_id)
+    with service.admin as client:
+        places, message = refusal(client.get("/api/runs/%ED%A0%80"))
+        assert places == [["path", "run_id"]] and "not UTF-8" in message
+        places, _ = refusal(client.post("/api/runs/%ED%A0%80/cancel"))
+        assert places == [["path", "run_id"]]
+        places, _ = refusal(client.get(f"/api/agents/{seed_id}/evaluations/%C0%AF"))
+        assert places == [["path", "evaluation_id"]]
+        places, message = refusal(client.get(f"/api/runs/{run_id}/agents?status=%ED%A0%80"))
+        assert places == [["query", "status"]] and "not UTF-8" in message
+        # U+FFFD sent as itself (valid UTF-8) is an ordinary id that is not there.
+        missing = client.get("/api/runs/%EF%BF%BD")
+        assert missing.status_code == 404 and missing.json()["detail"] == "run \ufffd not found"
+        assert client.get(f"/api/runs/{run_id}").json()["status"] == "running"
