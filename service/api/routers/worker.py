@@ -51,9 +51,12 @@ class JobStatus(BaseModel):
     worker_name: str | None = None  # who answered it, once answered
 
 
-def _job(session: Session, model: type[Answered], item_id: str, secret: str | None) -> Answered:
-    """The step or evaluation, locked, once the request shows its job's secret (403/409 otherwise)."""
-    item = locked(session, model, item_id)
+def _job(
+    session: Session, model: type[Answered], item_id: str, secret: str | None, *, lock: bool = True
+) -> Answered:
+    """The step or evaluation, locked unless `lock` is False (a read: on SQLite the lock is the
+    database's one write lock), once the request shows its job's secret (403/409 otherwise)."""
+    item = locked(session, model, item_id) if lock else session.get(model, item_id)
     if item is None:
         raise NotFoundError(f"{'step' if model is Step else 'evaluation'} {item_id} not found")
     job_secrets.verify(item, secret)
@@ -89,7 +92,7 @@ def step_merge(step_id: str, session: SessionDep, archive: ArchiveDep) -> Respon
 @router.get("/steps/{step_id}/status", responses=error_responses(403, 409))
 def step_status(step_id: str, session: SessionDep, secret: JobSecret = None) -> JobStatus:
     """Whether the step still wants a child: asked by a worker before it runs the job."""
-    step = _job(session, Step, step_id, secret)
+    step = _job(session, Step, step_id, secret, lock=False)
     return JobStatus(
         id=step.id,
         status=step.status,
@@ -102,7 +105,7 @@ def step_status(step_id: str, session: SessionDep, secret: JobSecret = None) -> 
 @router.get("/evaluations/{evaluation_id}/status", responses=error_responses(403, 409))
 def evaluation_status(evaluation_id: str, session: SessionDep, secret: JobSecret = None) -> JobStatus:
     """Whether the evaluation still wants a result: asked by a worker before it runs the job."""
-    evaluation = _job(session, Evaluation, evaluation_id, secret)
+    evaluation = _job(session, Evaluation, evaluation_id, secret, lock=False)
     return JobStatus(
         id=evaluation.id,
         status=evaluation.status,
@@ -122,7 +125,7 @@ def submit_child(
 ) -> AgentPublic:
     """Create the step's child from a unified diff against its parent; idempotent by step id."""
     with log_ids(step_id=step_id):
-        _job(session, Step, step_id, secret)
+        _job(session, Step, step_id, secret, lock=False)
         session.rollback()  # the archive takes the step's lock itself, in its own transaction
         agent = archive.create_child(
             step_id=step_id,
