@@ -8,9 +8,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from cli.client import CliError
+from cli.client import UsageError, api_path
 from cli.context import CliContext
-from cli.output import fmt_heldout, fmt_interval, fmt_usd, reported_errors, short
+from cli.output import fmt_heldout, fmt_interval, fmt_usd, reported_errors, short, warn
 from cli.transfer import transfer
 
 app = typer.Typer(no_args_is_help=True)
@@ -24,7 +24,7 @@ def show(ctx: typer.Context, agent_id: str) -> None:
     """An agent's lineage, and its scores in each run."""
     cli: CliContext = ctx.obj
     with reported_errors():
-        agent = cli.client().get(f"/api/agents/{agent_id}")
+        agent = cli.client().get(api_path("/api/agents/{agent_id}", agent_id=agent_id))
     if cli.as_json:
         cli.emit_json(agent)
         return
@@ -56,7 +56,7 @@ def diff(ctx: typer.Context, agent_id: str) -> None:
     """The agent's change against its parent."""
     cli: CliContext = ctx.obj
     with reported_errors():
-        text = cli.client().download(f"/api/agents/{agent_id}/diff").decode()
+        text = cli.client().download(api_path("/api/agents/{agent_id}/diff", agent_id=agent_id)).decode()
     print(text, end="")
 
 
@@ -69,14 +69,21 @@ def export(
         str, typer.Option("--format", help="tar.gz (code + metadata.json), bundle, patches or code")
     ] = "tar.gz",
 ) -> None:
-    """Export an agent to a file."""
+    """Export an agent to a file (a new file, or a regular file it replaces); a failed export
+    leaves no file."""
     cli: CliContext = ctx.obj
     with reported_errors():
         if fmt not in FORMATS:
-            raise CliError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-        data = cli.client().download(f"/api/agents/{agent_id}/{FORMATS[fmt]}")
-        out.write_bytes(data)
+            raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+        path = api_path(f"/api/agents/{{agent_id}}/{FORMATS[fmt]}", agent_id=agent_id)
+        size = cli.client().download_to(path, out)
+    if size == 0 and fmt == "patches":
+        # A seed has no parent: its series of patches is empty, and so is the file.
+        warn(
+            f"{out} is empty: agent {agent_id} has no patches (a seed has no parent);"
+            " --format bundle or tar.gz holds its code"
+        )
     if cli.as_json:
-        cli.emit_json({"agent_id": agent_id, "out": str(out), "bytes": len(data)})
+        cli.emit_json({"agent_id": agent_id, "out": str(out), "bytes": size})
     else:
-        cli.console.print(f"wrote {out} ({len(data)} bytes)")
+        cli.console.print(f"wrote {out} ({size} bytes)")

@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from cli.bench_prepare import prepare
-from cli.client import CliError
+from cli.client import ApiClient, CliError, UsageError, api_path
 from cli.context import CliContext
 from cli.options import OptionPairs, OptionsFile, benchmark_from_cli
 from cli.output import err_console, fmt_score, fmt_usd, reported_errors
@@ -57,7 +57,7 @@ def list_benchmarks(
     if option or options:
         raise typer.BadParameter("options need a benchmark NAME", param_hint="--option/--options")
     with reported_errors():
-        benchmarks = cli.client().get("/api/benchmarks")
+        benchmarks = cli.client().get(api_path("/api/benchmarks"))
     if cli.as_json:
         cli.emit_json(benchmarks)
         return
@@ -72,7 +72,8 @@ def _list_tasks(cli: CliContext, name: str, pairs: list[str] | None, path: Path 
     benchmark = benchmark_from_cli(name, pairs, path)
     with reported_errors():
         described = cli.client().post(
-            "/api/benchmarks/tasks", json={"benchmark": benchmark.model_dump(mode="json", exclude_unset=True)}
+            api_path("/api/benchmarks/tasks"),
+            json={"benchmark": benchmark.model_dump(mode="json", exclude_unset=True)},
         )
     if cli.as_json:
         cli.emit_json(described)
@@ -246,6 +247,9 @@ def run(
     """Score one agent on a benchmark outside any evolution (an evaluation-only run)."""
     cli: CliContext = ctx.obj
     benchmark = benchmark_from_cli(name, option, options)
+    with reported_errors():
+        client = cli.client()
+        agent = _known_agent(client, agent)
     config: dict[str, Any] = {
         "name": f"bench {name} {agent[:12]}",
         "seed_agent": agent,
@@ -255,14 +259,13 @@ def run(
         "budget": {"max_children": 0},
     }
     with reported_errors():
-        client = cli.client()
-        started = client.post("/api/runs", json=config)
+        started = client.post(api_path("/api/runs"), json=config)
         run_id, total = started["id"], len(started["stage_tasks"][0])
         with _progress() as bar:
             job = bar.add_task(f"{name}: agent {agent[:12]}", total=total)
             while True:
-                state = client.get(f"/api/runs/{run_id}")
-                evaluations = _evaluations(client.get(f"/api/agents/{agent}"), run_id)
+                state = client.get(api_path("/api/runs/{run_id}", run_id=run_id))
+                evaluations = _evaluations(client.get(api_path("/api/agents/{agent}", agent=agent)), run_id)
                 bar.update(job, completed=sum(1 for e in evaluations if e["status"] == "done"))
                 if state["status"] != "running":
                     break
@@ -279,6 +282,20 @@ def run(
         table.add_row(e["task_id"], _mark(bool(e["resolved"])), fmt_usd(e["cost_usd"]), str(tokens))
     cli.console.print(table)
     cli.console.print(f"resolved {resolved}/{total} = {fmt_score(resolved / total if total else None)}")
+
+
+def _known_agent(client: ApiClient, agent: str) -> str:
+    """The id of the agent `--agent` names, or a UsageError naming `--agent`."""
+    if not agent:
+        raise UsageError("--agent is empty: give an agent id")
+    try:
+        return str(client.get(api_path("/api/agents/{agent}", agent=agent))["id"])
+    except CliError as exc:
+        if exc.status == 404:
+            raise UsageError(
+                f"--agent: no agent {agent!r} in the archive (`clade seed import` adds one)"
+            ) from exc
+        raise
 
 
 def _evaluations(agent: dict[str, Any], run_id: str) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from cli.client import ApiClient
+from cli.client import ApiClient, api_path
 from cli.events import describe_event
 from cli.output import fmt_best, fmt_counts, fmt_score, fmt_usd, short
 from cli.seeds import pack_agent
@@ -134,12 +134,12 @@ def run_demo(
         )
         console.print(f"model: {model.name} at {stack.llm_base_url} ({price})", soft_wrap=True)
     seed = client.post(
-        "/api/seeds",
+        api_path("/api/seeds"),
         files={"file": ("seed.tar", pack_agent(SEED_AGENT_DIR), "application/x-tar")},
         data={"name": "clade-seed"},
     )
     console.print(f"seed agent imported: {seed['id']}")
-    run = client.post("/api/runs", json=demo_config(seed["id"], max_children, model))
+    run = client.post(api_path("/api/runs"), json=demo_config(seed["id"], max_children, model))
     console.print(
         f"run {run['id']} started: {max_children} children, stages mini-5 (>= 20% to go on) then mini-10;"
         " its pick measured on 3 held-out tasks at half its evaluations and at the end, then the top 2"
@@ -151,11 +151,13 @@ def run_demo(
     last = 0
     while True:
         stack.check_alive()
-        for event in client.get(f"/api/runs/{run['id']}/events", after=last, limit=500):
+        for event in client.get(
+            api_path("/api/runs/{run_id}/events", run_id=run["id"]), after=last, limit=500
+        ):
             last = event["id"]
             if event["kind"] in SHOWN:
                 console.print(describe_event(event))
-        state = client.get(f"/api/runs/{run['id']}")
+        state = client.get(api_path("/api/runs/{run_id}", run_id=run["id"]))
         if state["status"] in ("completed", "cancelled", "failed"):
             break
         time.sleep(1.0)
@@ -165,8 +167,8 @@ def run_demo(
 
 def summarize(client: ApiClient, console: Console, run_id: str) -> str | None:
     """The archive as a table, the run's totals, and the best agent's lineage; its id."""
-    run = client.get(f"/api/runs/{run_id}")
-    nodes = client.get(f"/api/runs/{run_id}/lineage")["nodes"]
+    run = client.get(api_path("/api/runs/{run_id}", run_id=run_id))
+    nodes = client.get(api_path("/api/runs/{run_id}/lineage", run_id=run_id))["nodes"]
     table = Table("agent", "parent", "step", "status", "score", "children", "reason", title="the archive")
     for node in nodes:
         table.add_row(
@@ -188,7 +190,7 @@ def summarize(client: ApiClient, console: Console, run_id: str) -> str | None:
     best = progress["best_agent_id"]
     if best:
         by_id = {node["id"]: node for node in nodes}
-        lineage = client.get(f"/api/agents/{best}")["lineage"]
+        lineage = client.get(api_path("/api/agents/{agent_id}", agent_id=best))["lineage"]
         path = " -> ".join(
             f"{short(a)} ({fmt_score(by_id[a]['score'] if a in by_id else None)})" for a in lineage
         )

@@ -41,11 +41,14 @@ def main(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     settings = Settings()
+    resolved, token_option = resolve_token(token, settings)
     ctx.obj = CliContext(
         url=url or settings.service_url,
-        token=resolve_token(token, settings),
+        token=resolved,
         as_json=as_json,
         console=Console(),
+        url_option="--url" if url else "CLADE_SERVICE_URL",
+        token_option=token_option,
     )
 
 

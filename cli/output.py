@@ -18,14 +18,20 @@ err_console = Console(stderr=True)
 
 @contextmanager
 def reported_errors() -> Iterator[None]:
-    """Turn a CliError into one red line and exit code 1. The message is Text, not markup (it
-    holds what the user typed: a file name `[/x].yaml`, a value `[a, b]`), and is never broken
-    into several lines at the console's width."""
+    """Turn a CliError into one red line and its exit code (1; 2 for a usage error). The message
+    is Text, not markup (it holds what the user typed: a file name `[/x].yaml`, a value `[a, b]`),
+    and is never broken into several lines at the console's width."""
     try:
         yield
     except CliError as exc:
         err_console.print(Text.assemble(("error:", "red"), " ", str(exc)), highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from exc
+        raise typer.Exit(exc.exit_code) from exc
+
+
+def warn(message: str) -> None:
+    """One yellow `warning:` line on stderr, for a command that did what it was asked but the
+    result is likely not what was meant (an empty export)."""
+    err_console.print(Text.assemble(("warning:", "yellow"), " ", message), highlight=False, soft_wrap=True)
 
 
 def fmt_score(score: float | None) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tarfile
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -11,11 +12,11 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from cli.client import CliError
+from cli.client import CliError, api_path
 from cli.config_file import ConfigFileError, load_config_file
 from cli.context import CliContext
 from cli.events import describe_event
-from cli.output import RUN_COLUMNS, fmt_heldout, fmt_interval, reported_errors, run_row, short
+from cli.output import RUN_COLUMNS, fmt_heldout, fmt_interval, reported_errors, run_row, short, warn
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -33,9 +34,9 @@ def start(
     with reported_errors():
         body = _read_config(config)
         if dry_run:
-            planned = cli.client().post("/api/runs/plan", json=body)
+            planned = cli.client().post(api_path("/api/runs/plan"), json=body)
         else:
-            run = cli.client().post("/api/runs", json=body)
+            run = cli.client().post(api_path("/api/runs"), json=body)
     if dry_run:
         if cli.as_json:
             cli.emit_json(planned)
@@ -149,7 +150,7 @@ def list_runs(
     """List runs, newest first."""
     cli: CliContext = ctx.obj
     with reported_errors():
-        page = cli.client().get("/api/runs", limit=limit, offset=offset)
+        page = cli.client().get(api_path("/api/runs"), limit=limit, offset=offset)
     if cli.as_json:
         cli.emit_json(page)
         return
@@ -165,8 +166,8 @@ def show(ctx: typer.Context, run_id: str) -> None:
     cli: CliContext = ctx.obj
     with reported_errors():
         client = cli.client()
-        run = client.get(f"/api/runs/{run_id}")
-        agents = client.get(f"/api/runs/{run_id}/agents", limit=10)
+        run = client.get(api_path("/api/runs/{run_id}", run_id=run_id))
+        agents = client.get(api_path("/api/runs/{run_id}/agents", run_id=run_id), limit=10)
     if cli.as_json:
         cli.emit_json({"run": run, "top_agents": agents})
         return
@@ -195,7 +196,7 @@ def show_experience(
     cli: CliContext = ctx.obj
     with reported_errors():
         params = {} if version is None else {"version": version}
-        pool = cli.client().get(f"/api/runs/{run_id}/experience", **params)
+        pool = cli.client().get(api_path("/api/runs/{run_id}/experience", run_id=run_id), **params)
     if cli.as_json:
         cli.emit_json(pool)
         return
@@ -223,7 +224,7 @@ def _steer(action: str) -> None:
     def command(ctx: typer.Context, run_id: str) -> None:
         cli: CliContext = ctx.obj
         with reported_errors():
-            run = cli.client().post(f"/api/runs/{run_id}/{action}")
+            run = cli.client().post(api_path(f"/api/runs/{{run_id}}/{action}", run_id=run_id))
         if cli.as_json:
             cli.emit_json(run)
         else:
@@ -248,12 +249,22 @@ def export(
     lower bound when the run scored a held-out set, else by selection score."""
     cli: CliContext = ctx.obj
     with reported_errors():
-        data = cli.client().download(f"/api/runs/{run_id}/export", k=k)
-        out.write_bytes(data)
+        size = cli.client().download_to(api_path("/api/runs/{run_id}/export", run_id=run_id), out, k=k)
+    if _no_members(out):
+        warn(f"{out} holds no agents: run {run_id} has admitted none yet (only scored agents rank)")
     if cli.as_json:
-        cli.emit_json({"run_id": run_id, "out": str(out), "bytes": len(data)})
+        cli.emit_json({"run_id": run_id, "out": str(out), "bytes": size})
     else:
-        cli.console.print(f"wrote {out} ({len(data)} bytes)")
+        cli.console.print(f"wrote {out} ({size} bytes)")
+
+
+def _no_members(archive: Path) -> bool:
+    """Whether the tar.gz at `archive` holds nothing (a file that does not read holds something)."""
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            return tar.next() is None
+    except (tarfile.TarError, OSError, EOFError):
+        return False
 
 
 @app.command("watch")
@@ -268,13 +279,13 @@ def watch(
     with reported_errors():
         client = cli.client()
         while True:
-            for event in client.get(f"/api/runs/{run_id}/events", after=last):
+            for event in client.get(api_path("/api/runs/{run_id}/events", run_id=run_id), after=last):
                 last = event["id"]
                 if cli.as_json:
                     print(json.dumps(event))
                 else:
                     cli.console.print(describe_event(event))
-            run = client.get(f"/api/runs/{run_id}")
+            run = client.get(api_path("/api/runs/{run_id}", run_id=run_id))
             if run["status"] in ("completed", "cancelled", "failed"):
                 if not cli.as_json:
                     cli.console.print(f"run {run['status']}: {run['stop_reason'] or ''}")

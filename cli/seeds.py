@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from cli.client import CliError
+from cli.client import CliError, api_path
 from cli.context import CliContext
 from cli.output import reported_errors
 
@@ -45,7 +45,7 @@ def import_seed(
     with reported_errors():
         data = pack_agent(path)
         agent = cli.client().post(
-            "/api/seeds",
+            api_path("/api/seeds"),
             files={"file": ("agent.tar", data, "application/x-tar")},
             data={"name": name or path.resolve().name},
         )

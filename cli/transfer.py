@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from cli.client import ApiClient, CliError
+from cli.client import ApiClient, CliError, api_path
 from cli.context import CliContext
 from cli.options import OptionPairs, OptionsFile, benchmark_from_cli
 from cli.output import err_console, fmt_interval, fmt_usd, reported_errors
@@ -51,7 +51,7 @@ def transfer(
             for chain in chains
         ]
         _wait(client, [run["id"] for run in started], timeout)
-        table = client.get(f"/api/agents/{agent}/transfer")
+        table = client.get(api_path("/api/agents/{agent}/transfer", agent=agent))
     wanted = {chain[0] for chain in chains}
     rows = [row for row in table["rows"] if row["model"] in wanted and row["benchmark"] == config.name]
     if cli.as_json:
@@ -77,9 +77,9 @@ def transfer_table(rows: list[dict[str, Any]], *, title: str) -> Table:
 
 def _agent(client: ApiClient, agent_id: str) -> str:
     try:
-        return str(client.get(f"/api/agents/{agent_id}")["id"])
+        return str(client.get(api_path("/api/agents/{agent_id}", agent_id=agent_id))["id"])
     except CliError as exc:
-        if "(404)" in str(exc):
+        if exc.status == 404:
             raise CliError(
                 f"AGENT: no agent {agent_id!r} in the archive (`clade agent show` lists one)"
             ) from exc
@@ -98,7 +98,7 @@ def _start(
         "models": {"solve": solve, "improve": chain[0], "diagnose": chain[0], "judge": chain[0]},
         "budget": {"max_children": 0},
     }
-    run: dict[str, Any] = client.post("/api/runs", json=config)
+    run: dict[str, Any] = client.post(api_path("/api/runs"), json=config)
     err_console.print(f"run {run['id']}: {agent[:12]} with {' > '.join(chain)}")
     return run
 
@@ -108,7 +108,7 @@ def _wait(client: ApiClient, run_ids: list[str], timeout: float) -> None:
     pending = set(run_ids)
     while pending:
         for run_id in sorted(pending):
-            state = client.get(f"/api/runs/{run_id}")
+            state = client.get(api_path("/api/runs/{run_id}", run_id=run_id))
             if state["status"] == "running":
                 continue
             pending.discard(run_id)

@@ -7,11 +7,12 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from cli.client import api_path
 from cli.context import CliContext
 from cli.output import reported_errors
 
 app = typer.Typer(no_args_is_help=True)
-PATH = "/api/admin/worker-tokens"
+PATH = api_path("/api/admin/worker-tokens")
 
 
 @app.command("create")
@@ -50,7 +51,7 @@ def revoke(ctx: typer.Context, token_id: Annotated[str, typer.Argument(help="The
     """Refuse the token from now on: its worker's next request gets 401."""
     cli: CliContext = ctx.obj
     with reported_errors():
-        revoked = cli.client().delete(f"{PATH}/{token_id}")
+        revoked = cli.client().delete(api_path(PATH + "/{token_id}", token_id=token_id))
     if cli.as_json:
         cli.emit_json(revoked)
         return
