@@ -71,10 +71,12 @@ class Merged:
 
 class GitStore:
     def __init__(self, path: Path, tmp_dir: Path | None = None) -> None:
-        self.path = path
+        # Absolute: GitPython runs git in the repository's folder, where a relative --git-dir (a
+        # relative CLADE_DATA_DIR) names nothing; so do the scratch paths given to git.
+        self.path = path.absolute()
         # Scratch files (indexes, quarantined objects, patches): beside the archive by default,
         # so that they stay on its file system and inside the data dir.
-        self.tmp_dir = tmp_dir or path.parent / "tmp"
+        self.tmp_dir = (tmp_dir or path.parent / "tmp").absolute()
         if not (path / "HEAD").exists():
             path.mkdir(parents=True, exist_ok=True)
             git.Repo.init(path, bare=True)
