@@ -22,10 +22,11 @@ import json
 import os
 import shutil
 import sqlite3
+import stat
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +37,7 @@ from alembic.util.exc import CommandError
 from pydantic import BaseModel, ValidationError
 from sqlalchemy import Connection, MetaData, Table, create_engine, func, inspect, select, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.types import JSON, DateTime
 
 from contracts.errors import ArchiveError
@@ -56,6 +58,43 @@ CHUNK = 1024 * 1024
 
 class BackupError(ArchiveError, ValueError):
     """A backup that cannot be made or restored: the message says why and what to do."""
+
+
+DATABASE_OPTION = "--database-url / CLADE_DATABASE_URL"
+
+
+def check_database_url(database_url: str) -> None:
+    """A BackupError naming the option unless `database_url` is a database URL whose dialect and
+    driver this Clade has. (The URL is shown without its password, or not at all if it does not
+    read: it may hold one.)"""
+    try:
+        url = make_url(database_url)
+    except ArgumentError as exc:
+        raise BackupError(
+            f"{DATABASE_OPTION}: not a database URL (sqlite:///PATH or postgresql+psycopg://USER@HOST/NAME)"
+        ) from exc
+    shown = url.render_as_string(hide_password=True)
+    try:
+        url.get_dialect().import_dbapi()
+    except ArgumentError as exc:  # NoSuchModuleError: no such dialect or driver
+        raise BackupError(f"{DATABASE_OPTION}: {shown}: {exc}") from exc
+    except ImportError as exc:
+        raise BackupError(f"{DATABASE_OPTION}: {shown}: its driver is not installed ({exc})") from exc
+
+
+@contextmanager
+def _database_errors(database_url: str) -> Iterator[None]:
+    """The database's own errors (cannot connect, not a database, a row it refuses) as one
+    BackupError naming it and the option."""
+    check_database_url(database_url)
+    shown = make_url(database_url).render_as_string(hide_password=True)
+    try:
+        yield
+    except DBAPIError as exc:
+        cause = str(exc.orig).strip().splitlines()[0] if str(exc.orig).strip() else type(exc.orig).__name__
+        raise BackupError(f"the database {shown}: {cause} (check {DATABASE_OPTION})") from exc
+    except sqlite3.Error as exc:
+        raise BackupError(f"the database {shown}: {exc} (check {DATABASE_OPTION})") from exc
 
 
 class Member(BaseModel):
@@ -87,11 +126,57 @@ class RestoreReport(BaseModel):
 
 
 def create_backup(*, data_dir: Path, database_url: str, out: Path) -> BackupManifest:
-    """Write a backup of the archive at `data_dir` / `database_url` to `out` (atomically)."""
-    archive = data_dir / "archive.git"
+    """Write a backup of the archive at `data_dir` / `database_url` to `out`, atomically: through
+    a temporary file beside it, renamed at the end. `out` is a new file in an existing folder, or
+    an earlier backup, which is replaced; anything else (a folder, a device, a FIFO, another
+    file, a missing folder) is refused before anything is read."""
+    archive = data_dir.absolute() / "archive.git"
+    check_backup_target(out)
     if not (archive / "HEAD").exists():
         raise BackupError(f"no archive at {archive}: check CLADE_DATA_DIR")
-    out.parent.mkdir(parents=True, exist_ok=True)
+    with _database_errors(database_url):
+        try:
+            return _write_backup(archive, database_url, out)
+        except OSError as exc:
+            raise BackupError(
+                f"{out}: cannot be written ({exc.strerror or exc}); nothing was written"
+            ) from exc
+
+
+def check_backup_target(out: Path) -> None:
+    """A BackupError `<out>: ...` unless `out` is a new file in an existing folder, or a regular
+    file holding a Clade backup (which a new backup replaces)."""
+    try:
+        mode: int | None = os.lstat(out).st_mode
+    except FileNotFoundError:
+        mode = None
+    except NotADirectoryError as exc:
+        raise BackupError(f"{out}: a part of the path is a file, not a folder") from exc
+    except OSError as exc:
+        raise BackupError(f"{out}: cannot be written ({exc.strerror or exc})") from exc
+    if mode is None:
+        folder = out.parent
+        if not folder.is_dir():
+            problem = f"no such folder {folder}" if not folder.exists() else f"{folder} is not a folder"
+            raise BackupError(f"{out}: {problem} (a backup's folder is not made for it)")
+        return
+    if stat.S_ISDIR(mode):
+        raise BackupError(f"{out}: is a directory; give a file name")
+    if stat.S_ISLNK(mode):
+        raise BackupError(f"{out}: is a symbolic link; give a new file name, or the backup it points to")
+    if not stat.S_ISREG(mode):
+        raise BackupError(f"{out}: not a regular file (a FIFO, device or socket is never replaced)")
+    try:
+        read_manifest(out)
+    except BackupError as exc:
+        raise BackupError(
+            f"{out}: exists and is not a Clade backup, so it is not replaced; give a new file name"
+        ) from exc
+    except OSError as exc:
+        raise BackupError(f"{out}: cannot be read ({exc.strerror or exc})") from exc
+
+
+def _write_backup(archive: Path, database_url: str, out: Path) -> BackupManifest:
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=".clade-backup-") as scratch_name:
         scratch = Path(scratch_name)
         members: dict[str, Path] = {}
@@ -121,6 +206,7 @@ def create_backup(*, data_dir: Path, database_url: str, out: Path) -> BackupMani
                 info.size, info.mtime = path.stat().st_size, int(manifest.created_at.timestamp())
                 with path.open("rb") as handle:
                     tar.addfile(info, handle)
+        check_backup_target(out)  # again: something may have been put there meanwhile
         os.replace(partial, out)
     return manifest
 
@@ -290,41 +376,83 @@ def _manifest_of(tar: tarfile.TarFile, backup: Path) -> BackupManifest:
 
 def restore_backup(*, backup: Path, data_dir: Path, database_url: str) -> RestoreReport:
     """Restore `backup` into an empty data dir and an empty database; nothing is written unless
-    the whole file checks out and both targets are empty."""
+    the whole file checks out and both targets are empty.
+
+    The git archive is made whole (objects, refs, HEAD) in a folder of its own beside its place,
+    the rows are loaded in one transaction, and the archive is moved into its place just before
+    that transaction commits: a failure at any step leaves the targets as they were (at most the
+    database's schema, which counts as empty, so the same restore can be tried again)."""
+    data_dir = data_dir.absolute()
     archive = data_dir / "archive.git"
-    _require_empty_archive(archive)
-    _require_empty_database(database_url)
-    with tempfile.TemporaryDirectory(prefix=".clade-restore-") as scratch_name:
-        scratch = Path(scratch_name)
-        manifest = _unpack_checked(backup, scratch)
-        _require_known_revision(manifest.alembic_revision, database_url)
-        agent_ids = _agent_ids(scratch)
-        pack_files = _checked_pack(scratch, agent_ids, backup)
-        # The archive's own order: objects, then rows, then refs.
-        git = GitStore(archive, data_dir / "tmp")
-        pack_dir = archive / "objects" / "pack"
-        pack_dir.mkdir(parents=True, exist_ok=True)
-        copied: list[Path] = []
+    with _database_errors(database_url):
+        _require_empty_archive(archive)
+        _require_empty_database(database_url)
+        with tempfile.TemporaryDirectory(prefix=".clade-restore-") as scratch_name:
+            scratch = Path(scratch_name)
+            manifest = _unpack_checked(backup, scratch)
+            _require_known_revision(manifest.alembic_revision, database_url)
+            agent_ids = _agent_ids(scratch)
+            pack_files = _checked_pack(scratch, agent_ids, backup)
+            try:
+                data_dir.mkdir(parents=True, exist_ok=True)
+                staging = Path(tempfile.mkdtemp(dir=data_dir, prefix=".clade-restore-"))
+            except OSError as exc:
+                raise BackupError(
+                    f"cannot write into the data dir {data_dir}: {exc.strerror or exc}"
+                ) from exc
+            try:
+                staged = staging / "archive.git"
+                _stage_archive(staged, pack_files, agent_ids, manifest.head)
+                # The archive's own order: objects (with their refs, not yet in place), then rows.
+                _load_rows(database_url, manifest, scratch, before_commit=lambda: _swap_in(staged, archive))
+            except OSError as exc:  # a full disk, a folder that cannot be written
+                raise BackupError(
+                    f"cannot restore into {data_dir}: {exc.strerror or exc}; nothing was restored"
+                ) from exc
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+        engine = make_engine(database_url)
         try:
-            for path in pack_files:
-                copied.append(pack_dir / path.name)
-                shutil.copyfile(path, copied[-1])
-            _load_rows(database_url, manifest, scratch)  # one transaction: all rows or none
-        except BaseException:
-            # Leave the archive empty again, so that the same restore can be tried once more.
-            for path in copied:
-                path.unlink(missing_ok=True)
-            raise
-        lines = "".join(f"create {AGENT_REF_PREFIX}{sha} {sha}\n" for sha in agent_ids)
-        _git(archive, ["update-ref", "--stdin"], stdin=lines.encode())
-        if manifest.head and manifest.head.removeprefix(AGENT_REF_PREFIX) in set(agent_ids):
-            _git(archive, ["symbolic-ref", "HEAD", manifest.head])
-    engine = make_engine(database_url)
-    try:
-        report = consistency.check(git, make_session_factory(engine), repair=False)
-    finally:
-        engine.dispose()
+            git = GitStore(archive, data_dir / "tmp")
+            report = consistency.check(git, make_session_factory(engine), repair=False)
+        finally:
+            engine.dispose()
     return RestoreReport(manifest=manifest, consistency=report)
+
+
+def _stage_archive(staged: Path, pack_files: list[Path], agent_ids: list[str], head: str | None) -> None:
+    """The restored git archive, whole, at `staged`: a bare repository with the pack, a ref per
+    agent and the backup's HEAD."""
+    GitStore(staged, staged.parent / "tmp")  # initialises it as the service does
+    pack_dir = staged / "objects" / "pack"
+    pack_dir.mkdir(parents=True, exist_ok=True)
+    for path in pack_files:
+        shutil.copyfile(path, pack_dir / path.name)
+    lines = "".join(f"create {AGENT_REF_PREFIX}{sha} {sha}\n" for sha in agent_ids)
+    _git(staged, ["update-ref", "--stdin"], stdin=lines.encode())
+    if head and head.removeprefix(AGENT_REF_PREFIX) in set(agent_ids):
+        _git(staged, ["symbolic-ref", "HEAD", head])
+
+
+def _swap_in(staged: Path, archive: Path) -> Callable[[], None]:
+    """Move the staged archive to `archive` (an empty archive there is moved aside, into the
+    staging folder); the function that undoes it, should the rows not commit."""
+    aside = staged.parent / "replaced.git"
+    if archive.exists():
+        os.rename(archive, aside)
+    try:
+        os.rename(staged, archive)
+    except OSError:
+        if aside.exists():
+            os.rename(aside, archive)
+        raise
+
+    def undo() -> None:
+        os.rename(archive, staged)
+        if aside.exists():
+            os.rename(aside, archive)
+
+    return undo
 
 
 def _require_empty_archive(archive: Path) -> None:
@@ -443,15 +571,28 @@ def _checked_pack(scratch: Path, agent_ids: list[str], backup: Path) -> list[Pat
     return sorted((repo / "objects" / "pack").glob("pack-*"))
 
 
-def _load_rows(database_url: str, manifest: BackupManifest, scratch: Path) -> None:
+def _load_rows(
+    database_url: str,
+    manifest: BackupManifest,
+    scratch: Path,
+    before_commit: Callable[[], Callable[[], None]],
+) -> None:
+    """The rows, in one transaction; `before_commit` runs last inside it, and what it returns is
+    called if the transaction then fails to commit."""
     url = make_url(database_url)
     if url.get_backend_name() == "sqlite" and url.database:
-        Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BackupError(
+                f"cannot make the folder of the database {url.database}: {exc.strerror or exc}"
+            ) from exc
     try:
         upgrade(database_url, manifest.alembic_revision)
     except CommandError as exc:
         raise BackupError(f"cannot bring the database to the backup's revision: {exc}") from exc
     engine = make_engine(database_url)
+    undo: Callable[[], None] | None = None
     try:
         with engine.begin() as connection:
             metadata = MetaData()
@@ -467,6 +608,11 @@ def _load_rows(database_url: str, manifest: BackupManifest, scratch: Path) -> No
                     raise BackupError(f"the backup's {name} holds {loaded} rows, its manifest says otherwise")
             if connection.dialect.name == "postgresql":
                 _advance_sequences(connection, [metadata.tables[n] for n in manifest.tables])
+            undo = before_commit()
+    except BaseException:
+        if undo is not None:  # in place, but the rows did not commit: out of its place again
+            undo()
+        raise
     finally:
         engine.dispose()
 

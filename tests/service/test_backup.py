@@ -3,8 +3,10 @@ taken while children are being written, and the refusals (non-empty target, dama
 
 from __future__ import annotations
 
+import errno
 import io
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -16,10 +18,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner, Result
 
+from cli.main import app
+from service.archive import backup as backup_module
 from service.archive.backup import BackupError, create_backup, read_manifest, restore_backup
 from tests.helpers import import_seed
-from tests.servers import AppService, app_service, free_port, fresh_postgres_database, service_env
+from tests.servers import (
+    AppService,
+    app_service,
+    closed_port,
+    free_port,
+    fresh_postgres_database,
+    service_env,
+)
 from tests.service.helpers import (
     add_evaluation,
     agent_ids,
@@ -309,3 +321,132 @@ def test_cli_backup_and_restore(service: AppService, tmp_path: Path) -> None:
     assert (
         again.stderr.startswith("error: refusing to restore") and "archive.git is not empty" in again.stderr
     )
+
+
+def cli(*args: str) -> Result:
+    """`clade` in this process, with no CLADE_* variable of the machine running the tests."""
+    env = {name: None for name in os.environ if name.startswith("CLADE_")} | {"COLUMNS": "80"}
+    return CliRunner().invoke(app, list(args), env=env)
+
+
+def refused(result: Result, code: int = 1) -> str:
+    """The one line of stderr of a refusal, after checking it is one."""
+    assert result.exit_code == code, (result.stdout, result.stderr, result.exception)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_backup_writes_only_a_new_file_or_over_an_earlier_backup(service: AppService, tmp_path: Path) -> None:
+    small_archive(service, tmp_path)
+    source = ["--data-dir", str(service.data_dir), "--database-url", service.database_url]
+    folder = tmp_path / "backups"
+    folder.mkdir()
+    fifo = folder / "fifo"
+    os.mkfifo(fifo)
+    notes = folder / "notes.txt"
+    notes.write_text("not a backup")
+    link = folder / "link.tar"
+    link.symlink_to(notes)
+    cases = [
+        (folder, f"error: {folder}: is a directory; give a file name"),
+        (Path(""), "error: .: is a directory; give a file name"),
+        (fifo, f"error: {fifo}: not a regular file (a FIFO, device or socket is never replaced)"),
+        (notes / "x.tar", f"error: {notes / 'x.tar'}: a part of the path is a file, not a folder"),
+        (
+            tmp_path / "missing" / "x.tar",
+            f"error: {tmp_path / 'missing' / 'x.tar'}: no such folder {tmp_path / 'missing'}"
+            " (a backup's folder is not made for it)",
+        ),
+        (
+            notes,
+            f"error: {notes}: exists and is not a Clade backup, so it is not replaced; give a new file name",
+        ),
+        (link, f"error: {link}: is a symbolic link; give a new file name, or the backup it points to"),
+    ]
+    for out, message in cases:
+        assert refused(cli("backup", str(out), *source)) == message
+    assert notes.read_text() == "not a backup" and not (tmp_path / "missing").exists()
+    assert sorted(p.name for p in folder.iterdir()) == ["fifo", "link.tar", "notes.txt"]  # no scratch left
+
+    out = folder / "b.tar"
+    assert cli("backup", str(out), *source).exit_code == 0
+    first = read_manifest(out).created_at
+    again = cli("backup", str(out), *source)  # an earlier backup is replaced
+    assert again.exit_code == 0, again.stderr
+    assert read_manifest(out).created_at > first
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_restore_into_a_relative_data_dir_then_serve_it(
+    service: AppService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = small_archive(service, tmp_path)
+    out = tmp_path / "b.tar"
+    create_backup(data_dir=service.data_dir, database_url=service.database_url, out=out)
+    monkeypatch.chdir(tmp_path)
+    restored = cli("restore", "b.tar", "--data-dir", "rs/d", "--database-url", "sqlite:///rs/d/c.db")
+    assert restored.exit_code == 0, (restored.stderr, restored.exception)
+    assert "restored 4 agents, 1 runs" in restored.stdout
+    assert agent_refs(tmp_path / "rs" / "d") == set(archive["agents"]) == agent_ids("sqlite:///rs/d/c.db")
+    # The service starts on the relative data dir (its start-up consistency check reads git).
+    with restored_service(Path("rs/d"), "sqlite:///rs/d/c.db") as app, app.admin as client:
+        answer = client.get(f"/api/agents/{archive['agents'][2]}/diff")
+        assert answer.status_code == 200 and "nine" in answer.text
+    backup_again = cli("backup", "again.tar", "--data-dir", "rs/d", "--database-url", "sqlite:///rs/d/c.db")
+    assert backup_again.exit_code == 0, backup_again.stderr
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_restore_that_fails_late_writes_nothing(
+    backup_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counts = read_manifest(backup_file).counts
+    wrong = rewritten(backup_file, tmp_path / "wrong", counts=counts | {"steps": counts["steps"] + 1})
+    data_dir = tmp_path / "target"
+    url = f"sqlite:///{data_dir / 'clade.db'}"
+    assert refused(cli("restore", str(wrong), "--data-dir", str(data_dir), "--database-url", url)) == (
+        "error: the backup's steps holds 4 rows, its manifest says otherwise"
+    )
+    assert agent_ids(url) == set()
+    assert sorted(p.name for p in data_dir.iterdir()) == ["clade.db"]  # its schema only: no archive
+
+    # The rows are in and the archive is being moved into place when the disk fails: the rows
+    # are rolled back, and the archive is not there.
+    def no_room(staged: Path, archive: Path) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(backup_module, "_swap_in", no_room)
+    assert refused(cli("restore", str(backup_file), "--data-dir", str(data_dir), "--database-url", url)) == (
+        f"error: cannot restore into {data_dir}: No space left on device; nothing was restored"
+    )
+    assert agent_ids(url) == set() and sorted(p.name for p in data_dir.iterdir()) == ["clade.db"]
+    monkeypatch.undo()
+    # Nothing was left behind that would make the same target refuse a second attempt.
+    assert cli("restore", str(backup_file), "--data-dir", str(data_dir), "--database-url", url).exit_code == 0
+    assert agent_refs(data_dir) == agent_ids(url) and len(agent_ids(url)) == 4
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("command", ["backup", "restore"])
+def test_a_database_url_that_cannot_be_used_is_named(
+    service: AppService, backup_file: Path, tmp_path: Path, command: str
+) -> None:
+    file = str(tmp_path / "new.tar") if command == "backup" else str(backup_file)
+    data_dir = str(service.data_dir if command == "backup" else tmp_path / "target")
+    with closed_port() as port:
+        for url, message in [
+            ("garbage://", "error: --database-url / CLADE_DATABASE_URL: garbage://: Can't load plugin"),
+            ("garbage", "error: --database-url / CLADE_DATABASE_URL: not a database URL"),
+            (
+                f"postgresql+psycopg://u:secret@127.0.0.1:{port}/x",
+                f"error: the database postgresql+psycopg://u:***@127.0.0.1:{port}/x: connection",
+            ),
+        ]:
+            line = refused(cli(command, file, "--data-dir", data_dir, "--database-url", url))
+            assert line.startswith(message), line
+            assert "secret" not in line
+    assert not (tmp_path / "new.tar").exists() and not (tmp_path / "target").exists()
