@@ -389,10 +389,16 @@ def restore_backup(*, backup: Path, data_dir: Path, database_url: str) -> Restor
         _require_empty_database(database_url)
         with tempfile.TemporaryDirectory(prefix=".clade-restore-") as scratch_name:
             scratch = Path(scratch_name)
-            manifest = _unpack_checked(backup, scratch)
-            _require_known_revision(manifest.alembic_revision, database_url)
-            agent_ids = _agent_ids(scratch)
-            pack_files = _checked_pack(scratch, agent_ids, backup)
+            try:
+                manifest = _unpack_checked(backup, scratch)
+                _require_known_revision(manifest.alembic_revision, database_url)
+                agent_ids = _agent_ids(scratch)
+                pack_files = _checked_pack(scratch, agent_ids, backup)
+            except OSError as exc:  # the backup unreadable, or no room to unpack it in TMPDIR
+                where = exc.filename or backup
+                raise BackupError(
+                    f"cannot check the backup: {where}: {exc.strerror or exc}; nothing was restored"
+                ) from exc
             try:
                 data_dir.mkdir(parents=True, exist_ok=True)
                 staging = Path(tempfile.mkdtemp(dir=data_dir, prefix=".clade-restore-"))
