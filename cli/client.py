@@ -123,9 +123,11 @@ class ApiClient:
     def download_to(self, path: ApiPath, out: Path, **params: Any) -> int:
         """Stream the answer into `out` (a new file, or a regular file it replaces), through a
         temporary file beside it renamed at the end: a failed download leaves no file. The number
-        of bytes written; a CliError `<out>: ...` when `out` cannot be written."""
-        check_writable(out)
-        with self._request("GET", path, params=params) as response, replacing(out) as file:
+        of bytes written; a CliError `<out>: ...` when `out` cannot be written. A symbolic link
+        stays one: the file it points to is replaced."""
+        target = out.resolve() if out.is_symlink() else out
+        check_writable(target)
+        with self._request("GET", path, params=params) as response, replacing(target) as file:
             for chunk in response.iter_bytes():
                 file.write(chunk)
             return file.tell()

@@ -206,9 +206,11 @@ def test_export_output_paths_that_cannot_be_written(live_service: ServiceProcess
     nothing = against(service, "run", "export", run_id, "--out", str(top))
     assert nothing.exit_code == 0, nothing.stderr
     assert nothing.stderr.startswith(f"warning: {top} holds no agents: run {run_id} has admitted none yet")
-    exported = against(service, "agent", "export", seed, "--out", str(a_file))
+    link = folder / "link.tar.gz"
+    link.symlink_to(a_file)
+    exported = against(service, "agent", "export", seed, "--out", str(link))
     assert exported.exit_code == 0 and exported.stderr == ""
-    assert a_file.read_bytes()[:2] == b"\x1f\x8b"  # gzip, replacing what was there
+    assert link.is_symlink() and a_file.read_bytes()[:2] == b"\x1f\x8b"  # gzip, where the link points
 
     # A full disk: one line, and no partial file.
     with small_tmpfs(tmp_path / "small", 1) as small:
