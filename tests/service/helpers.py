@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 from sqlalchemy import create_engine, func, select
 from sqlalchemy.orm import Session
+from typer.testing import Result
 
 from service import job_secrets
 from service.db.models import Agent, Evaluation, LLMUsage, Run, RunAgent, Step
@@ -272,3 +273,14 @@ def refusal(response: httpx.Response) -> tuple[list[list[str | int]], str]:
     issues = response.json()["detail"]
     assert isinstance(issues, list) and issues, response.text
     return [issue["loc"] for issue in issues], "; ".join(issue["msg"] for issue in issues)
+
+
+def cli_refusal(result: Result, code: int = 1) -> str:
+    """The one line of stderr of a command's refusal, after checking it is one line (even past
+    the console's 80 columns), with that exit code and no traceback."""
+    assert result.exit_code == code, (result.stdout, result.stderr, result.exception)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]

@@ -41,6 +41,7 @@ from tests.service.helpers import (
     row_counts,
     start_run,
 )
+from tests.service.helpers import cli_refusal as refused
 
 
 def add_child(service: AppService, *, run_id: str, parent_id: str, line: int, text: str) -> str:
@@ -327,16 +328,6 @@ def cli(*args: str) -> Result:
     """`clade` in this process, with no CLADE_* variable of the machine running the tests."""
     env = {name: None for name in os.environ if name.startswith("CLADE_")} | {"COLUMNS": "80"}
     return CliRunner().invoke(app, list(args), env=env)
-
-
-def refused(result: Result, code: int = 1) -> str:
-    """The one line of stderr of a refusal, after checking it is one."""
-    assert result.exit_code == code, (result.stdout, result.stderr, result.exception)
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, lines
-    return lines[0]
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)

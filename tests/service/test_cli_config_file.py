@@ -16,6 +16,7 @@ from typer.testing import CliRunner, Result
 from cli import config_file
 from cli.context import CliContext
 from cli.main import app
+from tests.service.helpers import cli_refusal as refused
 
 SEED = "a" * 40
 
@@ -30,16 +31,6 @@ class NoService:
 def clade(*args: str) -> Result:
     with mock.patch.object(CliContext, "client", return_value=NoService()):
         return CliRunner().invoke(app, ["--token", "t", *args], env={"COLUMNS": "80"})
-
-
-def refused(result: Result, code: int = 1) -> str:
-    """The one line of stderr of a refusal, after checking it is one."""
-    assert result.exit_code == code, (result.stdout, result.stderr, result.exception)
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, lines  # one line even past the console's 80 columns
-    return lines[0]
 
 
 def start(path: Path, *, dry_run: bool) -> str:

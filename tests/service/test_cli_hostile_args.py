@@ -18,6 +18,7 @@ from typer.testing import CliRunner, Result
 from cli.main import app
 from tests.helpers import fill_disk, import_seed, small_tmpfs
 from tests.servers import ServiceProcess, closed_port
+from tests.service.helpers import cli_refusal as refused
 from tests.service.helpers import start_run
 
 # The CLI sees only what these say: no CLADE_* variable of the machine running the tests.
@@ -30,16 +31,6 @@ def clade(*args: str, env: dict[str, str] | None = None) -> Result:
 
 def against(service: ServiceProcess, *args: str) -> Result:
     return clade("--url", service.url, "--token", service.secrets["admin_token"], *args)
-
-
-def refused(result: Result, code: int = 1) -> str:
-    """The one line of stderr of a refusal, after checking it is one."""
-    assert result.exit_code == code, (result.stdout, result.stderr, result.exception)
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, lines
-    return lines[0]
 
 
 @pytest.fixture(params=["sqlite"])
