@@ -291,7 +291,7 @@ def _known_agent(client: ApiClient, agent: str) -> str:
     try:
         return str(client.get(api_path("/api/agents/{agent}", agent=agent))["id"])
     except CliError as exc:
-        if exc.status == 404:
+        if exc.http_status == 404:
             raise UsageError(
                 f"--agent: no agent {agent!r} in the archive (`clade seed import` adds one)"
             ) from exc

@@ -22,14 +22,14 @@ import httpx
 
 
 class CliError(Exception):
-    """A failure to report to the user in one line, then exit non-zero; `status` is the HTTP status
-    of the service's refusal, when it is one."""
+    """A failure to report to the user in one line, then exit non-zero; `http_status` is the HTTP
+    status of the service's refusal, when it is one."""
 
     exit_code = 1
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(self, message: str, http_status: int | None = None) -> None:
         super().__init__(message)
-        self.status = status
+        self.http_status = http_status
 
 
 class UsageError(CliError):
@@ -156,7 +156,7 @@ class ApiClient:
             with self._http.stream(method, path, **kwargs) as response:
                 if response.is_error or 300 <= response.status_code < 400:
                     response.read()
-                    raise CliError(_failure(method, path, response), status=response.status_code)
+                    raise CliError(_failure(method, path, response), http_status=response.status_code)
                 yield response
         except httpx.ConnectError as exc:
             raise CliError(

@@ -79,7 +79,7 @@ def _agent(client: ApiClient, agent_id: str) -> str:
     try:
         return str(client.get(api_path("/api/agents/{agent_id}", agent_id=agent_id))["id"])
     except CliError as exc:
-        if exc.status == 404:
+        if exc.http_status == 404:
             raise CliError(
                 f"AGENT: no agent {agent_id!r} in the archive (`clade agent show` lists one)"
             ) from exc
