@@ -32,6 +32,7 @@ from service.archive.git_store import GitStore
 from service.archive.limits import AgentLimits, TooLargeError, limit_text
 from service.archive.storage import full_disk_refused
 from service.archive.tarballs import extract_tar
+from service.db.locks import locked
 from service.db.models import Agent, Run, RunAgent, Step
 from service.results import record_usage
 from service.worker_tokens import WorkerIdentity
@@ -398,7 +399,9 @@ def _unquote_c(quoted: str) -> str:
 
 
 def _get_step(session: Session, step_id: str, lock: bool = False) -> Step:
-    step = session.get(Step, step_id, with_for_update=lock)
+    # locked: SQLite ignores FOR UPDATE, so a child and a rejection of one step sent at once
+    # would each read the step open (service/db/locks.py).
+    step = locked(session, Step, step_id) if lock else session.get(Step, step_id)
     if step is None:
         raise NotFoundError(f"step {step_id} not found")
     return step
