@@ -97,6 +97,7 @@ def sim(
         given = [
             f"--{name.replace('_', '-')}"
             for name in ("seeds", "first_seed", "budget", "landscape", "preset", "full", "jobs")
+            # typer vendors its own click: its ParameterSource is compared by name, not imported
             if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"
         ]
         if given:

@@ -178,15 +178,22 @@ def test_a_half_budget_preset_ends_at_half_and_shares_its_seed_with_its_twin() -
     assert half.samples[: len(early)] == early
 
 
-def test_a_landscape_too_small_for_a_preset_is_refused_before_anything_runs(tmp_path: Path) -> None:
-    path = tmp_path / "tiny.yaml"
-    path.write_text("tasks: 40\n")
+def _refused_before_anything_runs(tmp_path: Path, name: str, text: str) -> str:
+    """What `clade sim` says refusing the landscape file `name` holding `text` (exit code 2,
+    its --out folder never made)."""
+    path = tmp_path / name
+    path.write_text(text)
     out = tmp_path / "never"
     args = ["sim", "--landscape", str(path), "--preset", "dgm", "--seeds", "1", "--out", str(out)]
     refused = CliRunner().invoke(app, args, env={"COLUMNS": "1000"})
     assert refused.exit_code == 2
-    assert "landscape 'tiny' has 40 tasks, too few for dgm (needs 60)" in refused.output
     assert not out.exists()
+    return refused.output
+
+
+def test_a_landscape_too_small_for_a_preset_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    said = _refused_before_anything_runs(tmp_path, "tiny.yaml", "tasks: 40\n")
+    assert "landscape 'tiny' has 40 tasks, too few for dgm (needs 60)" in said
 
 
 def test_a_landscape_path_that_is_not_a_regular_file_is_refused_unread(tmp_path: Path) -> None:
@@ -213,14 +220,8 @@ def test_task_costs_stay_within_what_a_worker_may_report_however_wide_the_spread
 
 
 def test_a_seed_score_out_of_reach_is_refused_before_anything_runs(tmp_path: Path) -> None:
-    path = tmp_path / "wide.yaml"
-    path.write_text("seed_score: 0.001\ndifficulty_sd: 20\n")
-    out = tmp_path / "never"
-    args = ["sim", "--landscape", str(path), "--preset", "dgm", "--seeds", "1", "--out", str(out)]
-    refused = CliRunner().invoke(app, args, env={"COLUMNS": "1000"})
-    assert refused.exit_code == 2
-    assert "seed_score 0.001 cannot be reached" in refused.output
-    assert not out.exists()
+    said = _refused_before_anything_runs(tmp_path, "wide.yaml", "seed_score: 0.001\ndifficulty_sd: 20\n")
+    assert "seed_score 0.001 cannot be reached" in said
 
 
 def test_a_run_whose_edits_almost_never_need_evaluating_stops_at_its_step_cap() -> None:
