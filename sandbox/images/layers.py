@@ -92,7 +92,11 @@ def remove_stale_builds(client: Any) -> list[str]:
     """Remove the build containers that an interrupted build of this host left behind: those
     whose builder process is gone. Builds of live processes, and of other hosts sharing the
     engine, are left alone."""
-    found = client.containers.list(all=True, filters={"label": f"{ROLE_LABEL}={BUILD_ROLE}"})
+    # Another build on this engine may remove its container between the listing and the
+    # inspect the SDK makes of each entry; one gone by then needs no removing.
+    found = client.containers.list(
+        all=True, filters={"label": f"{ROLE_LABEL}={BUILD_ROLE}"}, ignore_removed=True
+    )
     removed = []
     for container in found:
         builder = (container.labels or {}).get(BUILDER_LABEL, "")

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import docker
 import pytest
 from docker.errors import ImageNotFound
 
@@ -105,6 +106,47 @@ def test_stale_build_cleanup_removes_only_dead_builders_of_this_host(
         assert {made[name].id for name in ("live", "foreign", "unlabelled")} <= left
     finally:
         for container in made.values():
+            if container.id in container_ids(docker_client):
+                container.remove(force=True)
+
+
+class _RemovesBeforeInspect:
+    """The engine's API as another build's clean-up leaves it: `victim` is removed just after
+    the listing and before its inspect, the interleaving two builds at once can meet."""
+
+    def __init__(self, api: Any, victim: str) -> None:
+        self._api = api
+        self._victim = victim
+
+    def inspect_container(self, container: str) -> Any:
+        if container == self._victim:
+            self._api.remove_container(container, force=True)
+        return self._api.inspect_container(container)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._api, name)
+
+
+def test_stale_build_cleanup_survives_a_container_removed_while_it_lists(
+    docker_client: Any, base_image: str
+) -> None:
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    dead = f"{builder_identity().split(':')[0]}:{int(finished.stdout)}:gone-long-ago"
+    labels = {ROLE_LABEL: BUILD_ROLE, BUILDER_LABEL: dead}
+    made = [
+        docker_client.containers.create(base_image, command=["true"], network_mode="none", labels=labels)
+        for _ in range(2)
+    ]
+    racing = docker.from_env()
+    racing.api = _RemovesBeforeInspect(docker_client.api, made[0].id)  # type: ignore[assignment]
+    try:
+        # Tests in parallel may clean these up too: what matters is no error, and none left.
+        removed = remove_stale_builds(racing)
+        assert made[0].id not in removed
+        assert not {c.id for c in made} & container_ids(docker_client)
+    finally:
+        racing.close()
+        for container in made:
             if container.id in container_ids(docker_client):
                 container.remove(force=True)
 
