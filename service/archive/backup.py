@@ -20,24 +20,34 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import sqlite3
 import stat
 import subprocess
 import tarfile
 import tempfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
-from pydantic import BaseModel, ValidationError
+from pydantic import AfterValidator, BaseModel, StringConstraints, ValidationError
 from sqlalchemy import Connection, MetaData, Table, create_engine, func, inspect, select, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy.exc import (
+    ArgumentError,
+    DataError,
+    DBAPIError,
+    IntegrityError,
+    InterfaceError,
+    ProgrammingError,
+    StatementError,
+)
 from sqlalchemy.types import JSON, DateTime
 
 from contracts.errors import ArchiveError
@@ -54,6 +64,13 @@ PACK = "archive.pack"
 VERSION_TABLE = "alembic_version"
 BATCH = 500
 CHUNK = 1024 * 1024
+# A row of a backup is one JSON line; the service never writes one near this, and a longer one
+# (a gzip bomb, a damaged file) is refused before it is held in memory whole.
+MAX_ROW_BYTES = 64 * 1024 * 1024
+COMMIT = re.compile(r"[0-9a-f]{40}")
+# What a database says of a row it will not take (a missing value, a wrong type, a duplicate),
+# as against a connection or server failure.
+ROW_ERRORS = (IntegrityError, DataError, ProgrammingError, InterfaceError)
 
 
 class BackupError(ArchiveError, ValueError):
@@ -102,6 +119,17 @@ class Member(BaseModel):
     size: int
 
 
+def _each_once(names: list[str]) -> list[str]:
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValueError(f"tables listed twice: {', '.join(twice)}")
+    return names
+
+
+# A table's name becomes a file name inside the backup and on disk: never a path.
+TableName = Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_]{0,62}$")]
+
+
 class BackupManifest(BaseModel):
     """What a backup holds; versioned so that a later Clade can read an earlier backup."""
 
@@ -110,7 +138,7 @@ class BackupManifest(BaseModel):
     created_at: datetime
     alembic_revision: str
     source_database: str  # the dialect backed up: "sqlite" or "postgresql"
-    tables: list[str]  # in load order (every foreign key points to an earlier table)
+    tables: Annotated[list[TableName], AfterValidator(_each_once)]  # in load order (foreign keys point back)
     counts: dict[str, int]
     refs: int
     head: str | None  # the archive's HEAD (a symbolic ref), so `git clone` checks the same out
@@ -371,7 +399,11 @@ def _manifest_of(tar: tarfile.TarFile, backup: Path) -> BackupManifest:
     try:
         return BackupManifest.model_validate(raw)
     except ValidationError as exc:
-        raise BackupError(f"{backup} is not a Clade backup: its manifest does not fit ({exc})") from exc
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or 'manifest'}: {error['msg']}"
+            for error in exc.errors(include_url=False)[:3]
+        )
+        raise BackupError(f"{backup} is not a Clade backup: its manifest does not fit ({problems})") from exc
 
 
 def restore_backup(*, backup: Path, data_dir: Path, database_url: str) -> RestoreReport:
@@ -510,9 +542,12 @@ def _unpack_checked(backup: Path, scratch: Path) -> BackupManifest:
             if set(manifest.members) != expected:
                 raise BackupError(f"{backup} is damaged: its manifest lists other files than its tables")
             for name, member in manifest.members.items():
-                source = tar.extractfile(name) if name in tar.getnames() else None
-                if source is None:
+                if name not in tar.getnames():
                     raise BackupError(f"{backup} is damaged or truncated: {name} is missing")
+                if not tar.getmember(name).isfile():
+                    raise BackupError(f"{backup} is damaged: {name} is not a regular file")
+                source = tar.extractfile(name)
+                assert source is not None  # a regular file's member always reads
                 target = scratch / name
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with target.open("wb") as out:
@@ -541,16 +576,34 @@ def _agent_ids(scratch: Path) -> list[str]:
     path = scratch / "database" / "agents.jsonl.gz"
     if not path.exists():
         return []
-    return [str(row["id"]) for row in _read_rows(path)]
+    ids = []
+    for number, row in enumerate(_read_rows(path), start=1):
+        agent_id = row.get("id")
+        if not isinstance(agent_id, str) or not COMMIT.fullmatch(agent_id):
+            raise BackupError(f"the backup's agents row {number}: id {agent_id!r} is not a commit id")
+        ids.append(agent_id)
+    return ids
 
 
 def _read_rows(path: Path) -> Iterator[dict[str, Any]]:
-    with gzip.open(path, "rb") as lines:
-        for line in lines:
-            row = json.loads(line)
-            if not isinstance(row, dict):
-                raise BackupError(f"{path.name} holds a line that is not a row")
-            yield row
+    """The rows of one table's member, each a JSON object on a line of its own."""
+    where = f"the backup's {path.name}"
+    try:
+        with gzip.open(path, "rb") as lines:
+            number = 0
+            while line := lines.readline(MAX_ROW_BYTES + 1):
+                number += 1
+                if len(line) > MAX_ROW_BYTES:
+                    raise BackupError(f"{where}, row {number}: longer than {MAX_ROW_BYTES:,} bytes")
+                try:
+                    row = json.loads(line)
+                except ValueError as exc:
+                    raise BackupError(f"{where}, row {number}: not JSON ({exc})") from exc
+                if not isinstance(row, dict):
+                    raise BackupError(f"{where}, row {number}: not a row (a JSON object)")
+                yield row
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise BackupError(f"{where} is damaged: not a whole gzip file ({exc})") from exc
 
 
 def _checked_pack(scratch: Path, agent_ids: list[str], backup: Path) -> list[Path]:
@@ -608,6 +661,11 @@ def _load_rows(
                     raise BackupError(
                         f"the database at revision {manifest.alembic_revision} has no table {name}"
                     )
+            # A backup holds every table of its revision; one that lacks some is not whole.
+            lacking = sorted(set(metadata.tables) - {VERSION_TABLE} - set(manifest.tables))
+            if lacking:
+                raise BackupError(f"the backup lacks the tables {', '.join(lacking)} of its revision")
+            for name in manifest.tables:
                 table = metadata.tables[name]
                 loaded = _insert(connection, table, _read_rows(scratch / "database" / f"{name}.jsonl.gz"))
                 if loaded != manifest.counts.get(name):
@@ -632,20 +690,45 @@ def _insert(connection: Connection, table: Table, rows: Iterable[dict[str, Any]]
     batch: list[dict[str, Any]] = []
     count = 0
     for row in rows:
+        count += 1
         unknown = set(row) - known
         if unknown:
             raise BackupError(f"the backup's {table.name} has columns the database lacks: {sorted(unknown)}")
         for name in times & row.keys():
             if row[name] is not None:
-                row[name] = as_utc(datetime.fromisoformat(row[name]))
+                row[name] = _time(row[name], f"the backup's {table.name} row {count}, {name}")
         batch.append(row)
-        count += 1
         if len(batch) >= BATCH:
-            connection.execute(table.insert(), batch)
+            _insert_batch(connection, table, batch, first=count - len(batch) + 1)
             batch = []
     if batch:
-        connection.execute(table.insert(), batch)
+        _insert_batch(connection, table, batch, first=count - len(batch) + 1)
     return count
+
+
+def _time(value: object, where: str) -> datetime:
+    if not isinstance(value, str):
+        raise BackupError(f"{where}: a time must be ISO text, got {type(value).__name__}")
+    try:
+        return as_utc(datetime.fromisoformat(value))
+    except ValueError as exc:
+        raise BackupError(f"{where}: {exc}") from exc
+
+
+def _insert_batch(connection: Connection, table: Table, batch: list[dict[str, Any]], *, first: int) -> None:
+    """Insert rows `first`.. of `table`; a row the schema refuses is the backup's fault, named so.
+    (The database's own failures, such as a lost connection, go on to `_database_errors`.)"""
+    try:
+        connection.execute(table.insert(), batch)
+    except StatementError as exc:
+        if isinstance(exc, DBAPIError) and not isinstance(exc, ROW_ERRORS):
+            raise
+        cause = str(exc.orig if exc.orig is not None else exc).strip().splitlines()
+        rows = f"row {first} does" if len(batch) == 1 else f"rows {first}-{first + len(batch) - 1} do"
+        raise BackupError(
+            f"the backup's {table.name} {rows} not fit the database: "
+            f"{cause[0] if cause else type(exc).__name__}"
+        ) from exc
 
 
 def _advance_sequences(connection: Connection, tables: list[Table]) -> None:

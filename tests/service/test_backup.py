@@ -4,9 +4,12 @@ taken while children are being written, and the refusals (non-empty target, dama
 from __future__ import annotations
 
 import errno
+import gzip
+import hashlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -442,3 +445,127 @@ def test_a_database_url_that_cannot_be_used_is_named(
             assert line.startswith(message), line
             assert "secret" not in line
     assert not (tmp_path / "new.tar").exists() and not (tmp_path / "target").exists()
+
+
+def tampered(
+    backup: Path,
+    dest: Path,
+    *,
+    manifest: dict[str, Any] | None = None,
+    members: dict[str, bytes] | None = None,
+    links: dict[str, str] | None = None,
+) -> Path:
+    """The backup with members replaced or added (their digests made to match, as a forger
+    would), manifest keys changed, and members turned into symbolic links."""
+    with tarfile.open(backup) as source:
+        files = {m.name: source.extractfile(m).read() for m in source.getmembers()}  # type: ignore[union-attr]
+    document = json.loads(files.pop("manifest.json")) | (manifest or {})
+    for name, body in (members or {}).items():
+        files[name] = body
+        document["members"][name] = {"sha256": hashlib.sha256(body).hexdigest(), "size": len(body)}
+    with tarfile.open(dest, "w") as out:
+        for name, body in [("manifest.json", json.dumps(document).encode()), *files.items()]:
+            info = tarfile.TarInfo(name)
+            if name in (links or {}):
+                info.type, info.linkname = tarfile.SYMTYPE, (links or {})[name]
+                out.addfile(info)
+                continue
+            info.size = len(body)
+            out.addfile(info, io.BytesIO(body))
+    return dest
+
+
+def rows_of(backup: Path, table: str) -> list[dict[str, Any]]:
+    with tarfile.open(backup) as tar:
+        body = tar.extractfile(f"database/{table}.jsonl.gz").read()  # type: ignore[union-attr]
+    return [json.loads(line) for line in gzip.decompress(body).splitlines()]
+
+
+def lines_gz(*rows: object) -> bytes:
+    return gzip.compress(
+        b"".join(row if isinstance(row, bytes) else json.dumps(row).encode() + b"\n" for row in rows)
+    )
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_forged_backup_is_refused_by_name_and_writes_nowhere_else(
+    backup_file: Path, tmp_path: Path
+) -> None:
+    # A forger controls the manifest and every digest: the checks must not rest on them.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    escape = f"../../../../../../../..{outside}/written"
+    tables = read_manifest(backup_file).tables
+    counts = read_manifest(backup_file).counts
+    run = rows_of(backup_file, "runs")[0]
+    agent = rows_of(backup_file, "agents")[0]
+    cases: dict[str, tuple[dict[str, Any], str]] = {
+        "a table named as a path": (
+            {
+                "manifest": {"tables": [*tables, escape], "counts": counts | {escape: 0}},
+                "members": {f"database/{escape}.jsonl.gz": lines_gz()},
+            },
+            r"its manifest does not fit \(tables\.\d+: String should match pattern",
+        ),
+        "a table twice": ({"manifest": {"tables": [*tables, "agents"]}}, "tables listed twice: agents"),
+        "a table left out": (
+            {
+                "manifest": {
+                    "tables": [t for t in tables if t != "events"],
+                    "members": {
+                        name: member.model_dump()
+                        for name, member in read_manifest(backup_file).members.items()
+                        if name != "database/events.jsonl.gz"
+                    },
+                }
+            },
+            "the backup lacks the tables events of its revision",
+        ),
+        "a symbolic link": ({"links": {"database/runs.jsonl.gz": "/etc/passwd"}}, "is not a regular file"),
+        "not gzip": (
+            {"members": {"database/runs.jsonl.gz": b"plain\n"}},
+            "runs.jsonl.gz is damaged: not a whole gzip",
+        ),
+        "not JSON": (
+            {"members": {"database/runs.jsonl.gz": lines_gz(b"{oops\n")}},
+            r"runs.jsonl.gz, row 1: not JSON",
+        ),
+        "not an object": (
+            {"members": {"database/runs.jsonl.gz": lines_gz([1])}},
+            r"runs.jsonl.gz, row 1: not a row",
+        ),
+        "a time that is no time": (
+            {"members": {"database/runs.jsonl.gz": lines_gz(run | {"created_at": "soon"})}},
+            "the backup's runs row 1, created_at: Invalid isoformat string",
+        ),
+        "a time of the wrong type": (
+            {"members": {"database/runs.jsonl.gz": lines_gz(run | {"created_at": 5})}},
+            "the backup's runs row 1, created_at: a time must be ISO text, got int",
+        ),
+        "a value of the wrong type": (
+            {"members": {"database/runs.jsonl.gz": lines_gz(run | {"id": {"a": 1}})}},
+            "the backup's runs row 1 does not fit the database: ",
+        ),
+        "a required value missing": (
+            {"members": {"database/runs.jsonl.gz": lines_gz({k: v for k, v in run.items() if k != "name"})}},
+            "the backup's runs row 1 does not fit the database: NOT NULL constraint failed: runs.name",
+        ),
+        "an agent id that is no commit": (
+            {"members": {"database/agents.jsonl.gz": lines_gz(agent | {"id": "HEAD"})}},
+            "the backup's agents row 1: id 'HEAD' is not a commit id",
+        ),
+    }
+    for number, (case, (changes, message)) in enumerate(cases.items()):
+        forged = tampered(backup_file, tmp_path / f"forged-{number}", **changes)
+        data_dir = tmp_path / f"target-{number}"
+        url = f"sqlite:///{data_dir / 'clade.db'}"
+        line = refused(cli("restore", str(forged), "--data-dir", str(data_dir), "--database-url", url))
+        assert line.startswith("error: ") and re.search(message, line), (case, line)
+        assert list(outside.iterdir()) == [], case
+        assert not (data_dir / "archive.git").exists(), case
+        assert not (data_dir / "clade.db").exists() or agent_ids(url) == set(), case
+    # A refused restore leaves its target fit for the real backup.
+    data_dir = tmp_path / f"target-{len(cases) - 1}"
+    url = f"sqlite:///{data_dir / 'clade.db'}"
+    assert cli("restore", str(backup_file), "--data-dir", str(data_dir), "--database-url", url).exit_code == 0
+    assert agent_refs(data_dir) == agent_ids(url) and len(agent_ids(url)) == 4
