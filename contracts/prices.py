@@ -25,18 +25,27 @@ from contracts.model_files import load_model_file
 
 PRICE_TABLE_VERSION = 1
 PER_MILLION = 1_000_000
+# Far above any model's list price, and low enough that one call (at most a billion tokens of
+# each kind, contracts.records) costs an amount a usage record carries.
+MAX_PRICE_PER_MILLION = 10_000.0
 
 
 class ModelPrice(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    prompt: float = Field(ge=0, description="USD per million prompt tokens")
-    completion: float = Field(ge=0, description="USD per million completion tokens")
+    prompt: float = Field(ge=0, le=MAX_PRICE_PER_MILLION, description="USD per million prompt tokens")
+    completion: float = Field(ge=0, le=MAX_PRICE_PER_MILLION, description="USD per million completion tokens")
     cached_prompt: float | None = Field(
-        default=None, ge=0, description="USD per million cached prompt tokens (default: the prompt rate)"
+        default=None,
+        ge=0,
+        le=MAX_PRICE_PER_MILLION,
+        description="USD per million cached prompt tokens (default: the prompt rate)",
     )
     reasoning: float | None = Field(
-        default=None, ge=0, description="USD per million reasoning tokens (default: the completion rate)"
+        default=None,
+        ge=0,
+        le=MAX_PRICE_PER_MILLION,
+        description="USD per million reasoning tokens (default: the completion rate)",
     )
 
     @property

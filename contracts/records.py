@@ -19,8 +19,9 @@ from contracts.scores import ScoreCounts
 MAX_CALL_TOKENS = 1_000_000_000
 MAX_TOTAL_TOKENS = 2**31 - 1
 # Costs are summed per evaluation and per run: bounded per call so that no sum reaches infinity,
-# which JSON cannot carry.
-MAX_CALL_USD = 1_000_000.0
+# which JSON cannot carry. A billion tokens of each kind at the highest price a table may hold
+# (contracts.prices.MAX_PRICE_PER_MILLION) stays under it.
+MAX_CALL_USD = 100_000_000.0
 # An evaluation's measured phases: far past any time limit a run allows (a day per phase), and
 # small enough that summing them over any number of evaluations stays finite.
 MAX_DURATION_S = 30 * 24 * 3600.0

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from contracts.prices import MAX_PRICE_PER_MILLION, TokenUsage
+from contracts.records import MAX_CALL_TOKENS, UsageRecord
 from worker.llm.budget import Budget
 from worker.llm.estimate import PromptEstimator
 from worker.llm.metering import MeteredChat
@@ -20,6 +22,7 @@ from worker.llm.pricing import ModelPrice, PriceTable, price_reply
 from worker.llm.script import Script
 from worker.llm.scripted import ScriptedServer
 from worker.llm.upstream import OpenAICompatibleUpstream, UpstreamHTTPError
+from worker.usage import usage_records
 
 from .support import REAL_KEY, ask
 
@@ -276,3 +279,49 @@ def test_the_runs_reply_limit_lowers_every_request_to_it(asked: int | None, sent
     assert (forwarded["max_tokens"], forwarded["max_completion_tokens"]) == (sent, sent)
     (call,) = chat.calls
     assert call.completion_tokens <= sent
+
+
+class AbsurdUsage:
+    """A server whose usage report no model could have run up (a broken counter, a hostile
+    proxy): billions of tokens for a two-letter prompt."""
+
+    def __init__(self, usage: dict[str, Any]) -> None:
+        self.usage = usage
+
+    def chat_completions(self, body: dict[str, Any], bounds: object = None) -> dict[str, Any]:
+        return DetailedUsage().chat_completions(body) | {"usage": self.usage}
+
+    def list_models(self) -> dict[str, Any]:
+        return {"object": "list", "data": []}
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"prompt_tokens": 5_000_000_000, "completion_tokens": 1},
+        {"prompt_tokens": 3, "completion_tokens": 10**30},
+    ],
+)
+def test_a_usage_no_model_could_run_up_is_estimated_and_still_reported(usage: dict[str, Any]) -> None:
+    chat = MeteredChat(
+        AbsurdUsage(usage), PriceTable.default(), purpose="solve", budget=Budget(run_remaining_usd=1.0)
+    )
+    assert chat.complete({"model": "gpt-4o", "messages": ask("hi"), "max_tokens": 50}).status == 200
+    (call,) = chat.calls
+    # Counted by the gateway (about 4 characters a token), not billed at the server's figure ...
+    assert call.usage_estimated and call.prompt_tokens < 100 and call.completion_tokens < 100
+    assert 0 < call.cost_usd < 0.01
+    # ... so the worker can still report the call to the service, which takes at most a billion.
+    (record,) = usage_records(chat.calls)
+    assert record.prompt_tokens == call.prompt_tokens and record.cost_usd == call.cost_usd
+
+
+def test_a_price_above_any_model_is_refused_and_the_dearest_call_fits_a_usage_record() -> None:
+    with pytest.raises(ValueError, match="less than or equal to 10000"):
+        ModelPrice(prompt=0.5, completion=20_000)
+    dearest = ModelPrice(prompt=MAX_PRICE_PER_MILLION, completion=MAX_PRICE_PER_MILLION)
+    cost = dearest.usd(TokenUsage(MAX_CALL_TOKENS, MAX_CALL_TOKENS))
+    assert UsageRecord(purpose="solve", model="m", prompt_tokens=1, completion_tokens=1, cost_usd=cost)

@@ -23,6 +23,7 @@ from contracts.prices import (
     TokenUsage,
     load_price_table,
 )
+from contracts.records import MAX_CALL_TOKENS
 
 __all__ = [
     "DEFAULT_PRICES",
@@ -58,6 +59,10 @@ def reported_usage(response: dict[str, Any]) -> TokenUsage | None:
     if not isinstance(raw_prompt, int) or not isinstance(raw_completion, int):
         return None
     if isinstance(raw_prompt, bool) or isinstance(raw_completion, bool):
+        return None
+    if max(raw_prompt, raw_completion) > MAX_CALL_TOKENS:
+        # No model reads or writes a billion tokens in one call: a broken or hostile count,
+        # which the gateway replaces with its own estimate rather than bill (or fail to report).
         return None
     prompt, completion = max(raw_prompt, 0), max(raw_completion, 0)
     cached = _detail(usage, "prompt_tokens_details", "cached_tokens")
