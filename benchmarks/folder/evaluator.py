@@ -54,6 +54,13 @@ def parse_verdict(stdout: str) -> Verdict | str:
         return f"the evaluator's last line is not a valid verdict ({problems}): {last[:_SHOWN_CHARS]!r}"
 
 
+def _exit_note(exit_code: int, stderr: str) -> str:
+    """How the command ended, when it printed no verdict: what tells a crash from a silent pass."""
+    last = next((line.strip() for line in reversed(stderr.splitlines()) if line.strip()), "")
+    said = f"; its last error line: {last[:_SHOWN_CHARS]!r}" if last else ""
+    return f" (it exited with code {exit_code}{said})"
+
+
 def grade_with_evaluator(
     task: Task,
     repo: Path,
@@ -99,7 +106,7 @@ def grade_with_evaluator(
     if run.timed_out:
         resolved, reason = False, f"not resolved: the evaluator timed out after {timeout_s:g}s"
     elif isinstance(verdict, str):
-        resolved, reason = False, f"not resolved: {verdict}"
+        resolved, reason = False, f"not resolved: {verdict}{_exit_note(run.exit_code, run.stderr)}"
     elif run.exit_code != 0:
         said = "resolved" if verdict.resolved else "not resolved"
         resolved = False

@@ -215,7 +215,11 @@ def test_gold_resolves_and_empty_does_not_through_the_check_api(
 BAD_EVALUATORS = {
     "malformed JSON": ("print('{\"resolved\": true,}')", "not a valid verdict"),
     "no verdict": ("print('looks good to me')", "not a valid verdict"),
-    "silent": ("pass", "printed no verdict"),
+    "silent": ("pass", "printed no verdict (it exited with code 0)"),
+    "a crash": (
+        "import sys; sys.exit('boom')",
+        "printed no verdict (it exited with code 1; its last error line: 'boom')",
+    ),
     "a string for resolved": ('print(\'{"resolved": "yes"}\')', "not a valid verdict"),
     "resolved but failing": (
         "import sys; print('{\"resolved\": true}'); sys.exit(3)",
