@@ -63,10 +63,15 @@ def git_ok(repo: Path, *args: str, stdin: str | None = None) -> str:
 
 
 def make_repo(source: Path, dest: Path, message: str) -> str:
-    """Copy `source` to `dest` (new or empty) as a work tree with one commit; return its sha."""
+    """Copy `source` to `dest` (new or empty) as a work tree with one commit; return its sha.
+
+    A symbolic link is copied as a link, as git records it: followed, a link to /etc/passwd
+    would put the host's file into the agent's repository."""
     if dest.exists() and any(dest.iterdir()):
         raise FileExistsError(f"{dest} is not empty")
-    shutil.copytree(source, dest, ignore=_IGNORED, copy_function=shutil.copyfile, dirs_exist_ok=True)
+    shutil.copytree(
+        source, dest, symlinks=True, ignore=_IGNORED, copy_function=shutil.copyfile, dirs_exist_ok=True
+    )
     git_ok(dest, "init", "--quiet", "--initial-branch=main")
     git_ok(dest, "add", "--all")
     git_ok(dest, "commit", "--quiet", "--no-verify", "--message", message)

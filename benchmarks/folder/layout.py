@@ -2,21 +2,25 @@
 
 Every problem is a `FolderLayoutError` that names the file at fault: a missing task.json
 or statement.md, JSON that does not parse, a field that is missing or unknown, a
-repository that is not there, a base commit that does not match.
+repository that is not there, a base commit that does not match. The folder may be
+hostile: nothing outside it is read through a symbolic link, and only regular files of a
+bounded size are read (benchmarks/userfiles.py).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from benchmarks.base import DEFAULT_REPO_PATH, BenchmarkError, Task
 from benchmarks.gitops import GitError, make_repo
+from benchmarks.userfiles import UserFileError, inside, name_problem, parse_json, read_text
 
 SUITE_FILE = "suite.json"
 TASKS_DIR = "tasks"
@@ -66,6 +70,23 @@ class TaskFile(BaseModel):
         # As in SWE-bench datasets, a JSON-encoded list is accepted.
         return json.loads(value) if isinstance(value, str) else value
 
+    @field_validator("instance_id")
+    @classmethod
+    def _printable_id(cls, value: str | None) -> str | None:
+        problem = None if value is None else name_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("repo_path")
+    @classmethod
+    def _absolute_repo_path(cls, value: str) -> str:
+        # Where the repository is mounted in the sandbox: a relative path has no meaning there.
+        path = PurePosixPath(value)
+        if not path.is_absolute() or ".." in path.parts:
+            raise ValueError(f"{value!r} is not an absolute path without '..'")
+        return value
+
     @model_validator(mode="after")
     def _one_mode(self) -> TaskFile:
         if (self.test_command is None) == (self.evaluator is None):
@@ -86,6 +107,15 @@ class SuiteFile(BaseModel):
 
     tasks: list[str] = Field(min_length=1)
     subsets: dict[str, list[str]] = Field(default_factory=dict)
+
+    @field_validator("tasks")
+    @classmethod
+    def _printable_ids(cls, value: list[str]) -> list[str]:
+        for task_id in value:
+            problem = name_problem(task_id)
+            if problem is not None:
+                raise ValueError(problem)
+        return value
 
 
 @dataclass(frozen=True)
@@ -112,15 +142,24 @@ def load_folder(root: Path) -> Folder:
     tasks_dir = root / TASKS_DIR
     if not tasks_dir.is_dir():
         raise FolderLayoutError(tasks_dir, "missing: a benchmark folder holds tasks/<id>/task.json")
+    _inside(root, tasks_dir)
     suite_path = root / SUITE_FILE
-    suite = _read_model(suite_path, SuiteFile) if suite_path.exists() else None
+    # A link counts as there even when it leads nowhere: reading it says where it leads.
+    listed = suite_path.exists() or suite_path.is_symlink()
+    suite = _read_model(root, suite_path, SuiteFile) if listed else None
     if suite is None:
         folders = sorted(p for p in tasks_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
         if not folders:
             raise FolderLayoutError(tasks_dir, "no task folders")
+        for folder in folders:
+            problem = name_problem(folder.name)
+            if problem is not None:
+                raise FolderLayoutError(tasks_dir, f"task folder {problem}")
         wanted = [(folder.name, folder) for folder in folders]
     else:
         wanted = [(task_id, _task_folder(tasks_dir, task_id, suite_path)) for task_id in suite.tasks]
+    for _, folder in wanted:
+        _inside(root, folder)
     commits: dict[str, str] = {}
     loaded: list[FolderTask] = []
     seen: dict[str, Path] = {}
@@ -151,7 +190,7 @@ def _task_folder(tasks_dir: Path, instance_id: str, suite_path: Path) -> Path:
 
 def _load_task(root: Path, folder: Path, listed_id: str | None, commits: dict[str, str]) -> FolderTask:
     task_path = folder / TASK_FILE
-    fields = _read_model(task_path, TaskFile)
+    fields = _read_model(root, task_path, TaskFile)
     instance_id = fields.instance_id or listed_id or folder.name
     if listed_id is not None and instance_id != listed_id:
         raise FolderLayoutError(task_path, f"instance_id {instance_id!r}, but suite.json lists {listed_id!r}")
@@ -165,10 +204,13 @@ def _load_task(root: Path, folder: Path, listed_id: str | None, commits: dict[st
             f"base_commit {fields.base_commit} does not match {repo_dir} (its base commit is "
             f"{base_commit}); update it, or leave it out and Clade computes it",
         )
-    statement = _read_text(folder / STATEMENT_FILE, required=True)
+    statement = _read_text(root, folder / STATEMENT_FILE, required=True)
     if not statement.strip():
         raise FolderLayoutError(folder / STATEMENT_FILE, "is empty: it is the issue the agent sees")
     evaluator_dir = folder / EVALUATOR_DIR
+    if evaluator_dir.is_dir():
+        # It is mounted into the sandbox: a link to a host folder would show that folder there.
+        _inside(root, evaluator_dir)
     command = fields.test_command if fields.mode == "pytest" else fields.evaluator
     assert command is not None  # TaskFile checked that exactly one is given
     try:
@@ -177,8 +219,8 @@ def _load_task(root: Path, folder: Path, listed_id: str | None, commits: dict[st
             repo=fields.repo,
             base_commit=base_commit,
             problem_statement=statement,
-            patch=_read_text(folder / GOLD_FILE, required=False),
-            test_patch=_read_text(folder / TEST_PATCH_FILE, required=False),
+            patch=_read_text(root, folder / GOLD_FILE, required=False),
+            test_patch=_read_text(root, folder / TEST_PATCH_FILE, required=False),
             FAIL_TO_PASS=fields.FAIL_TO_PASS or [EVALUATOR_TEST],
             PASS_TO_PASS=fields.PASS_TO_PASS,
             hints_text=fields.hints_text,
@@ -204,7 +246,8 @@ def _repo_dir(root: Path, repo: str, task_path: Path) -> Path:
         raise FolderLayoutError(task_path, f"repo {repo!r} is not a folder name")
     for parent in REPO_DIRS:
         if (root / parent / name).is_dir():
-            return root / parent / name
+            # Its files are copied into the agent's repository: a link must not bring in the host's.
+            return _inside(root, root / parent / name)
     raise FolderLayoutError(task_path, f"repo {repo!r}: no folder {root / REPO_DIRS[0] / name}")
 
 
@@ -212,32 +255,42 @@ def _base_commit(repo_dir: Path, repo: str) -> str:
     with tempfile.TemporaryDirectory(prefix="clade-folder-") as tmp:
         try:
             return make_repo(repo_dir, Path(tmp) / "repo", base_message(repo))
+        except shutil.Error as exc:
+            # copytree gathers (source, destination, why) for each file it could not copy.
+            source, _, why = exc.args[0][0]
+            raise FolderLayoutError(Path(source), f"cannot be copied into the repository: {why}") from exc
         except (GitError, OSError) as exc:
             raise FolderLayoutError(repo_dir, f"cannot make a git repository of it: {exc}") from exc
 
 
-def _read_model(path: Path, model: type[M]) -> M:
-    text = _read_text(path, required=True)
+def _read_model(root: Path, path: Path, model: type[M]) -> M:
+    text = _read_text(root, path, required=True)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        where = f"line {exc.lineno}, column {exc.colno}"
-        raise FolderLayoutError(path, f"bad JSON at {where}: {exc.msg}") from exc
+        data = parse_json(text, path)
+    except UserFileError as exc:
+        raise FolderLayoutError(path, exc.reason) from exc
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         raise FolderLayoutError(path, _describe(exc)) from exc
 
 
-def _read_text(path: Path, *, required: bool) -> str:
+def _read_text(root: Path, path: Path, *, required: bool) -> str:
     try:
-        return path.read_text()
+        return read_text(root, path)
     except FileNotFoundError as exc:
         if not required:
             return ""
         raise FolderLayoutError(path, "missing") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FolderLayoutError(path, f"cannot be read: {exc}") from exc
+    except UserFileError as exc:
+        raise FolderLayoutError(path, exc.reason) from exc
+
+
+def _inside(root: Path, path: Path) -> Path:
+    try:
+        return inside(root, path)
+    except UserFileError as exc:
+        raise FolderLayoutError(path, exc.reason) from exc
 
 
 def _describe(exc: ValidationError) -> str:
@@ -245,6 +298,7 @@ def _describe(exc: ValidationError) -> str:
     for error in exc.errors():
         where = ".".join(str(part) for part in error["loc"])
         message = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
+        message = message.removeprefix("Value error, ")  # pydantic's prefix to our own refusals
         problems.append(f"{where}: {message}" if where else message)
     return "; ".join(problems)
 

@@ -1,0 +1,211 @@
+"""A hostile benchmark folder: links out of it, FIFOs, devices, huge or malformed files.
+
+Each is one line naming the file at fault, through the loader, `clade bench check PATH` and
+`POST /api/runs/plan` (422); nothing outside the folder is ever read, nothing hangs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from benchmarks.folder import FolderBenchmark, FolderLayoutError
+from benchmarks.userfiles import MAX_TEXT_BYTES
+from cli.main import app
+from tests.benchmarks.test_folder_benchmark import FIXTURE
+from tests.servers import AppService, free_port
+from tests.service.helpers import config
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    return Path(shutil.copytree(FIXTURE, tmp_path / "bench"))
+
+
+def _replace(path: Path, make: Callable[[Path], None]) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+    make(path)
+
+
+def _link_to(target: str) -> Callable[[Path], None]:
+    return lambda path: path.symlink_to(target)
+
+
+def _task(**fields: object) -> str:
+    base = json.loads((FIXTURE / "tasks/calc-1/task.json").read_text())
+    return json.dumps(base | fields)
+
+
+def _huge(path: Path) -> None:
+    with path.open("wb") as handle:  # sparse: no disk is written
+        handle.truncate(MAX_TEXT_BYTES + 1)
+
+
+HOSTILE: dict[str, tuple[Callable[[Path], None], str, str]] = {
+    # name: (how the folder is made hostile, the file the error names, what it says)
+    "statement links to /etc/passwd": (
+        lambda f: _replace(f / "tasks/calc-1/statement.md", _link_to("/etc/passwd")),
+        "tasks/calc-1/statement.md",
+        "is a symbolic link to /etc/passwd, outside the folder",
+    ),
+    "statement links to /dev/zero": (
+        lambda f: _replace(f / "tasks/calc-1/statement.md", _link_to("/dev/zero")),
+        "tasks/calc-1/statement.md",
+        "outside the folder",
+    ),
+    "gold patch links to /etc/passwd": (
+        lambda f: _replace(f / "tasks/calc-1/gold.patch", _link_to("/etc/passwd")),
+        "tasks/calc-1/gold.patch",
+        "outside the folder",
+    ),
+    "task.json is a FIFO": (
+        lambda f: _replace(f / "tasks/calc-1/task.json", os.mkfifo),
+        "tasks/calc-1/task.json",
+        "is a FIFO, not a regular file",
+    ),
+    "suite.json is a FIFO": (
+        lambda f: _replace(f / "suite.json", os.mkfifo),
+        "suite.json",
+        "is a FIFO, not a regular file",
+    ),
+    "task.json is a folder": (
+        lambda f: _replace(f / "tasks/calc-1/task.json", Path.mkdir),
+        "tasks/calc-1/task.json",
+        "is a folder, not a regular file",
+    ),
+    "statement larger than the cap": (
+        lambda f: _replace(f / "tasks/calc-1/statement.md", _huge),
+        "tasks/calc-1/statement.md",
+        f"is larger than {MAX_TEXT_BYTES} bytes",
+    ),
+    "task.json not UTF-8": (
+        lambda f: (f / "tasks/calc-1/task.json").write_bytes(b'{"repo": "calc\xe9"}'),
+        "tasks/calc-1/task.json",
+        "is not UTF-8 text (byte 14)",
+    ),
+    "task.json nested too deep": (
+        lambda f: (f / "tasks/calc-1/task.json").write_text("[" * 100_000),
+        "tasks/calc-1/task.json",
+        "bad JSON: nested too deep",
+    ),
+    "task.json gives a key twice": (
+        lambda f: (f / "tasks/calc-1/task.json").write_text('{"repo": "calc", "repo": "greet"}'),
+        "tasks/calc-1/task.json",
+        "the key 'repo' is given twice",
+    ),
+    "suite id with a line break": (
+        lambda f: (f / "suite.json").write_text(json.dumps({"tasks": ["calc-1\n\x1b[31mok"]})),
+        "suite.json",
+        "tasks: 'calc-1\\n\\x1b[31mok' holds a control character",
+    ),
+    "suite id of 5000 characters": (
+        lambda f: (f / "suite.json").write_text(json.dumps({"tasks": ["a" * 5000]})),
+        "suite.json",
+        "is longer than 200 characters",
+    ),
+    "instance_id with an escape": (
+        lambda f: (f / "tasks/calc-1/task.json").write_text(_task(instance_id="calc-1\x1b[2J")),
+        "tasks/calc-1/task.json",
+        "instance_id: 'calc-1\\x1b[2J' holds a control character",
+    ),
+    "repo_path relative": (
+        lambda f: (f / "tasks/calc-1/task.json").write_text(_task(repo_path="../../etc")),
+        "tasks/calc-1/task.json",
+        "repo_path: '../../etc' is not an absolute path",
+    ),
+    "repository links to a host folder": (
+        lambda f: _replace(f / ".repos/calc", _link_to("/etc/ssl")),
+        ".repos/calc",
+        "is a symbolic link to /etc/ssl, outside the folder",
+    ),
+    "evaluator links to a host folder": (
+        lambda f: _replace(f / "tasks/calc-2/evaluator", _link_to("/etc")),
+        "tasks/calc-2/evaluator",
+        "outside the folder",
+    ),
+    "tasks/ links to a folder elsewhere": (
+        lambda f: (f / "tasks").symlink_to(shutil.move(f / "tasks", f.parent / "elsewhere")),
+        "tasks",
+        "outside the folder",
+    ),
+    "a FIFO in the repository": (
+        lambda f: os.mkfifo(f / ".repos/calc/pipe"),
+        ".repos/calc/pipe",
+        "cannot be copied into the repository: ",
+    ),
+}
+
+
+@pytest.mark.parametrize("hostile", list(HOSTILE))
+def test_a_hostile_folder_is_one_line_naming_the_file(folder: Path, hostile: str) -> None:
+    breaks, culprit, says = HOSTILE[hostile]
+    breaks(folder)
+    with pytest.raises(FolderLayoutError) as raised:
+        FolderBenchmark(path=folder)
+    message = str(raised.value)
+    assert raised.value.path == folder / culprit, message
+    assert message.startswith(f"{folder / culprit}: ") and says in message, message
+    assert "\n" not in message
+
+
+def test_a_link_in_the_repository_is_copied_as_a_link_never_as_the_host_file(
+    folder: Path, tmp_path: Path
+) -> None:
+    (folder / ".repos/calc/passwd").symlink_to("/etc/passwd")
+    (folder / ".repos/calc/zero").symlink_to("/dev/zero")
+    bench = FolderBenchmark(path=folder)
+    repo = tmp_path / "repo"
+    bench.prepare_repo(bench.tasks()[0], repo)
+    assert os.readlink(repo / "passwd") == "/etc/passwd"
+    assert os.readlink(repo / "zero") == "/dev/zero"
+    listed = subprocess.run(
+        ["git", "ls-files", "--stage", "passwd"], cwd=repo, capture_output=True, text=True, check=True
+    )
+    assert listed.stdout.startswith("120000 ")  # git holds the link, not the file's content
+
+
+def test_links_that_stay_inside_the_folder_are_followed(folder: Path) -> None:
+    statement = folder / "tasks/calc-1/statement.md"
+    _replace(statement, _link_to("../calc-2/statement.md"))
+    bench = FolderBenchmark(path=folder)
+    assert bench.tasks()[0].problem_statement == (folder / "tasks/calc-2/statement.md").read_text()
+
+
+def test_clade_bench_check_says_it_in_one_line_without_a_traceback(folder: Path) -> None:
+    (folder / "tasks/calc-1/task.json").write_text("[" * 100_000)
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens: the check needs no service
+    result = CliRunner().invoke(app, ["--url", url, "bench", "check", str(folder)], env={"COLUMNS": "200"})
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.exception
+    assert result.stderr.strip() == (
+        f"error: {folder} cannot load: {folder}/tasks/calc-1/task.json: bad JSON: nested too deep"
+    )
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_the_plan_api_answers_422_naming_the_file(service: AppService, seed_id: str, folder: Path) -> None:
+    (folder / "tasks/calc-1/task.json").write_text("[" * 100_000)
+    (folder / "tasks/greet-1/statement.md").unlink()
+    (folder / "tasks/greet-1/statement.md").symlink_to("/etc/passwd")
+    body = config(seed_id) | {"benchmark": {"name": "folder", "options": {"path": str(folder)}}}
+    body["stages"] = [{"subset": "all"}]
+    with service.admin as admin:
+        deep = admin.post("/api/runs/plan", json=body)
+        (folder / "tasks/calc-1/task.json").write_text(_task())
+        passwd = admin.post("/api/runs/plan", json=body | {"name": "again"})
+    assert deep.status_code == 422, deep.text
+    [problem] = deep.json()["detail"]
+    assert problem["loc"] == ["body", "benchmark", "options"]
+    assert problem["msg"] == f"folder cannot load: {folder}/tasks/calc-1/task.json: bad JSON: nested too deep"
+    assert passwd.status_code == 422, passwd.text
+    assert "greet-1/statement.md: is a symbolic link to /etc/passwd" in passwd.text
+    assert "root:" not in passwd.text
