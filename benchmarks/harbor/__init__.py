@@ -62,7 +62,7 @@ class HarborBenchmark:
         harbor: dict[str, HarborTask] = {}
         for folder in find_task_folders(options.path):
             try:
-                task = read_task(folder)
+                task = read_task(folder, options.path)
             except HarborLayoutError as exc:
                 if not options.skip_unsupported:
                     raise

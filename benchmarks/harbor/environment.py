@@ -48,7 +48,12 @@ def context_digest(context: Path, dockerfile: str) -> str:
         if relative == "Dockerfile":
             continue
         digest.update(b"\0" + relative.encode() + b"\0")
-        digest.update(str(path.readlink()).encode() if path.is_symlink() else path.read_bytes())
+        if path.is_symlink():
+            digest.update(str(path.readlink()).encode())
+            continue
+        with path.open("rb") as handle:  # in chunks: a context may hold files of gigabytes
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
     return digest.hexdigest()
 
 

@@ -4,11 +4,14 @@ A task folder holds `task.toml` (timeouts, resources, metadata), `instruction.md
 agent is told), `environment/Dockerfile` or `[environment].docker_image` (where it works),
 `tests/test.sh` (the verifier) and, optionally, `solution/solve.sh` (the reference solution).
 What Clade cannot run faithfully is refused here, naming the file: multi-step tasks (`[[steps]]`,
-`steps/`), a verifier in a separate environment, secrets named in `[verifier.env]`.
+`steps/`), a verifier in a separate environment, secrets named in `[verifier.env]`. So is what a
+hostile folder could do to the host: a link out of the folder, a FIFO, a device or a huge file
+where a file is read (benchmarks/userfiles.py).
 """
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -17,6 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from benchmarks.base import BenchmarkError
+from benchmarks.userfiles import UserFileError, inside, read_text
 
 DEFAULT_WORKDIR = "/app"  # Harbor's convention: the Dockerfile's WORKDIR for nearly every task
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -24,6 +28,7 @@ _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECA
 _SIZE_MB = {"": 1 / (1024 * 1024), "K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
 _SECRET = re.compile(r"\$\{[^}]*\}")
 _WORKDIR = re.compile(r"^\s*WORKDIR\s+(\S+)\s*$", re.IGNORECASE | re.MULTILINE)
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class HarborLayoutError(BenchmarkError, ValueError):
@@ -70,10 +75,12 @@ def find_task_folders(root: Path) -> list[Path]:
     return [folder for folder in found if not any(other in folder.parents for other in found)]
 
 
-def read_task(folder: Path) -> HarborTask:
-    """The task in `folder`; HarborLayoutError naming the file at fault."""
+def read_task(folder: Path, root: Path | None = None) -> HarborTask:
+    """The task in `folder`; HarborLayoutError naming the file at fault. Nothing outside
+    `root` (the folder given to Clade; default `folder`) is read or used through a link."""
+    root = folder if root is None else root
     toml_path = folder / "task.toml"
-    config = _read_toml(toml_path)
+    config = _read_toml(root, toml_path)
     name = folder.name
     if not _NAME.match(name):
         raise HarborLayoutError(folder, "a task folder's name must be letters, digits, '.', '_' or '-'")
@@ -86,11 +93,19 @@ def read_task(folder: Path) -> HarborTask:
             toml_path, "[verifier].environment_mode: a verifier in a separate environment is not supported"
         )
     instruction_path = folder / "instruction.md"
-    if not instruction_path.is_file():
-        raise HarborLayoutError(instruction_path, "missing: the task's instruction")
-    instruction = instruction_path.read_text(encoding="utf-8", errors="replace").strip()
+    try:
+        instruction = read_text(root, instruction_path).strip()
+    except FileNotFoundError as exc:
+        raise HarborLayoutError(instruction_path, "missing: the task's instruction") from exc
+    except UserFileError as exc:
+        raise HarborLayoutError(instruction_path, exc.reason) from exc
     if not instruction:
         raise HarborLayoutError(instruction_path, "empty: the agent would be told nothing")
+    # These are copied into sandboxes, mounted or sent to the engine as a build context: a
+    # link out of the folder would hand the host's own files to the agent's code.
+    for part in ("tests", "tests/test.sh", "environment", "environment/Dockerfile", "solution"):
+        if (folder / part).exists():
+            _inside(root, folder / part)
     if not (folder / "tests" / "test.sh").is_file():
         raise HarborLayoutError(folder / "tests" / "test.sh", "missing: the task's verifier")
     context = folder / "environment"
@@ -98,7 +113,7 @@ def read_task(folder: Path) -> HarborTask:
     docker_image = _optional_str(environment, "docker_image", toml_path)
     if docker_image is None and not dockerfile.is_file():
         raise HarborLayoutError(dockerfile, "missing, and task.toml names no [environment].docker_image")
-    workdir = _workdir(dockerfile) if docker_image is None else DEFAULT_WORKDIR
+    workdir = _workdir(root, dockerfile) if docker_image is None else DEFAULT_WORKDIR
     return HarborTask(
         name=name,
         folder=folder,
@@ -115,13 +130,27 @@ def read_task(folder: Path) -> HarborTask:
     )
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise HarborLayoutError(path, "missing")
+def _read_toml(root: Path, path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        text = read_text(root, path)
+    except FileNotFoundError as exc:
+        raise HarborLayoutError(path, "missing") from exc
+    except UserFileError as exc:
+        raise HarborLayoutError(path, exc.reason) from exc
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise HarborLayoutError(path, f"not valid TOML: {exc}") from exc
+    except RecursionError as exc:
+        # tomllib recurses per level of nested arrays or tables.
+        raise HarborLayoutError(path, "not valid TOML: nested too deep") from exc
+
+
+def _inside(root: Path, path: Path) -> None:
+    try:
+        inside(root, path)
+    except UserFileError as exc:
+        raise HarborLayoutError(path, exc.reason) from exc
 
 
 def _refuse_steps(folder: Path, toml_path: Path, config: Mapping[str, Any]) -> None:
@@ -151,7 +180,7 @@ def _seconds(table: Mapping[str, Any], key: str, path: Path, section: str) -> fl
     value = table.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+    if not _positive(value):
         raise HarborLayoutError(
             path, f"[{section}].{key} must be a positive number of seconds, not {value!r}"
         )
@@ -162,7 +191,7 @@ def _cpus(table: Mapping[str, Any], path: Path) -> float | None:
     value = table.get("cpus")
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+    if not _positive(value):
         raise HarborLayoutError(path, f"[environment].cpus must be a positive number, not {value!r}")
     return float(value)
 
@@ -171,7 +200,7 @@ def _memory_mb(table: Mapping[str, Any], path: Path) -> int | None:
     """`memory_mb` (schema 1.1), or the older `memory` ("4G", "2048M")."""
     if "memory_mb" in table:
         value = table["memory_mb"]
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        if not _positive(value):
             raise HarborLayoutError(path, f"[environment].memory_mb must be a positive number, not {value!r}")
         return int(value)
     value = table.get("memory")
@@ -183,12 +212,21 @@ def _memory_mb(table: Mapping[str, Any], path: Path) -> int | None:
     return max(int(float(matched.group(1)) * _SIZE_MB[matched.group(2).upper()]), 1)
 
 
+def _positive(value: object) -> bool:
+    # TOML has inf and nan: neither is a timeout, a CPU count or a size.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return math.isfinite(value) and value > 0
+
+
 def _env(verifier: Mapping[str, Any], path: Path) -> dict[str, str]:
     env = verifier.get("env", {})
     if not isinstance(env, dict):
         raise HarborLayoutError(path, "[verifier].env must be a table")
     out: dict[str, str] = {}
     for key, value in env.items():
+        if not _ENV_NAME.match(key):
+            raise HarborLayoutError(path, f"[verifier].env: {key!r} is not a variable name")
         if not isinstance(value, str | int | float) or isinstance(value, bool):
             raise HarborLayoutError(path, f"[verifier].env.{key} must be a string")
         if _SECRET.search(str(value)):
@@ -200,9 +238,12 @@ def _env(verifier: Mapping[str, Any], path: Path) -> dict[str, str]:
     return out
 
 
-def _workdir(dockerfile: Path) -> str:
+def _workdir(root: Path, dockerfile: Path) -> str:
     """The Dockerfile's last absolute WORKDIR (not `/`), else Harbor's `/app`."""
-    text = dockerfile.read_text(encoding="utf-8", errors="replace")
+    try:
+        text = read_text(root, dockerfile)
+    except (OSError, UserFileError) as exc:
+        raise HarborLayoutError(dockerfile, str(getattr(exc, "reason", exc))) from exc
     found = [match.group(1).strip("\"'") for match in _WORKDIR.finditer(text)]
     for candidate in reversed(found):
         path = PurePosixPath(candidate)
