@@ -205,7 +205,7 @@ class Polyglot:
                 for language, folder in folders
                 if folder.name in wanted or f"{language}/{folder.name}" in wanted
             ]
-        return [load_exercise(language, folder) for language, folder in folders]
+        return [load_exercise(language, folder, root) for language, folder in folders]
 
 
 def _unasked(tools: Sequence[str]) -> set[str]:

@@ -6,11 +6,17 @@
     .meta/config.json                files.solution, files.test, files.example
     .meta/<example solution>         never shown to the agent
     <stub solution files>, <test files>, <build files>
+
+A layout handed to Clade may be hostile: an exercise folder that links out of `root`, or a
+file that links out of its exercise, is refused; files are read only when regular and of a
+bounded size (benchmarks/userfiles.py); the exercise's own links are copied as links.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -20,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from benchmarks.base import BrokenTask
 from benchmarks.gitops import git_ok
 from benchmarks.polyglot.languages import NEVER_SOLUTION_FILES, SPECS, LanguageName
+from benchmarks.userfiles import UserFileError, inside, name_problem, read_text
 
 ID_PREFIX = "polyglot"
 # Folders of an exercise the agent's repository leaves out: the statement is given
@@ -76,14 +83,24 @@ def exercise_folders(root: Path, language: str) -> list[Path]:
     return sorted(path for path in practice.iterdir() if path.is_dir() and not path.name.startswith("."))
 
 
-def load_exercise(language: LanguageName, path: Path) -> Exercise:
+def load_exercise(language: LanguageName, path: Path, root: Path | None = None) -> Exercise:
+    """The exercise at `path`; BrokenTask naming it and the file at fault. `root`: the layout's
+    folder, which the exercise folder must not link out of."""
+    problem = name_problem(path.name)
+    if problem is not None:
+        raise BrokenTask(f"polyglot exercise in {path.parent}: the folder's name {problem}")
     where = f"polyglot exercise {language}/{path.name}"
     try:
-        files = _Config.model_validate_json((path / ".meta" / "config.json").read_bytes()).files
+        inside(path.parent if root is None else root, path)
+        text = read_text(path, path / ".meta" / "config.json")
+        files = _Config.model_validate_json(text).files
     except FileNotFoundError as exc:
         raise BrokenTask(f"{where}: missing .meta/config.json") from exc
+    except UserFileError as exc:
+        raise BrokenTask(f"{where}: {exc}") from exc
     except ValidationError as exc:
-        raise BrokenTask(f"{where}: .meta/config.json: {exc.errors()[0]['msg']} at {_loc(exc)}") from exc
+        at = f" at {_loc(exc)}" if _loc(exc) else ""
+        raise BrokenTask(f"{where}: .meta/config.json: {exc.errors()[0]['msg']}{at}") from exc
     for name in [*files.solution, *files.test, *files.example, ".docs/instructions.md"]:
         _check_file(where, path, name)
     solution = tuple(name for name in files.solution if PurePosixPath(name).name not in NEVER_SOLUTION_FILES)
@@ -127,9 +144,9 @@ def _example_crates(where: str, path: Path) -> tuple[str, ...]:
     if not example.is_file():
         return ()
     try:
-        wanted = tomllib.loads(example.read_text()).get("dependencies", {})
-        shipped = tomllib.loads((path / "Cargo.toml").read_text()).get("dependencies", {})
-    except (tomllib.TOMLDecodeError, OSError) as exc:
+        wanted = tomllib.loads(read_text(path, example)).get("dependencies", {})
+        shipped = tomllib.loads(read_text(path, path / "Cargo.toml")).get("dependencies", {})
+    except (tomllib.TOMLDecodeError, OSError, UserFileError, RecursionError) as exc:
         raise BrokenTask(f"{where}: cannot read Cargo.toml or .meta/Cargo-example.toml: {exc}") from exc
     return tuple(sorted(name for name in wanted if name not in shipped))
 
@@ -169,11 +186,15 @@ def pair_examples(solution: tuple[str, ...], examples: list[str]) -> tuple[tuple
 
 def statement(exercise: Exercise) -> str:
     docs = exercise.path / ".docs"
-    parts = [
-        (docs / name).read_text().strip()
-        for name in ("introduction.md", "instructions.md", "instructions.append.md")
-        if (docs / name).is_file()
-    ]
+    # load_exercise checked instructions.md; the other two are read as carefully.
+    try:
+        parts = [
+            read_text(exercise.path, docs / name).strip()
+            for name in ("introduction.md", "instructions.md", "instructions.append.md")
+            if (docs / name).exists() or (docs / name).is_symlink()
+        ]
+    except (OSError, UserFileError) as exc:
+        raise BrokenTask(f"polyglot exercise {exercise.key}: {exc}") from exc
     solution = ", ".join(f"`{name}`" for name in exercise.solution)
     tests = ", ".join(f"`{name}`" for name in exercise.tests)
     command = SPECS[exercise.language].display_command(list(exercise.tests))
@@ -200,8 +221,16 @@ def build_repo(exercise: Exercise, dest: Path) -> str:
         hidden = set(_HIDDEN_FOLDERS.intersection(names)) if folder == source else set()
         return hidden | set(_JUNK(folder, names))
 
-    # shutil.copy keeps the executable bit (gradlew), which git records.
-    shutil.copytree(exercise.path, dest, ignore=ignore, copy_function=shutil.copy, dirs_exist_ok=True)
+    # shutil.copy keeps the executable bit (gradlew), which git records. Links are copied as
+    # links: followed, one to /etc/passwd would put the host's file into the agent's repository.
+    try:
+        shutil.copytree(
+            exercise.path, dest, symlinks=True, ignore=ignore, copy_function=shutil.copy, dirs_exist_ok=True
+        )
+    except shutil.Error as exc:
+        # copytree gathers (source, destination, why) for each file it could not copy (a FIFO).
+        source, _, why = exc.args[0][0]
+        raise BrokenTask(f"polyglot exercise {exercise.key}: {source} cannot be copied: {why}") from exc
     if exercise.extra_crates:
         cargo = dest / "Cargo.toml"
         cargo.write_text(add_crates(cargo.read_text(), exercise.extra_crates))
@@ -216,6 +245,7 @@ def gold_patch(exercise: Exercise, work: Path) -> tuple[str, str]:
     sha = build_repo(exercise, work)
     for target, example in (*exercise.examples, *exercise.extra_examples):
         (work / target).parent.mkdir(parents=True, exist_ok=True)
+        (work / target).unlink(missing_ok=True)  # never write through a link the exercise shipped
         shutil.copyfile(exercise.path / example, work / target)
     git_ok(work, "add", "--all")
     return sha, git_ok(work, "diff", "--cached", "--binary")
@@ -225,8 +255,16 @@ def _check_file(where: str, folder: Path, name: str) -> None:
     relative = PurePosixPath(name)
     if relative.is_absolute() or ".." in relative.parts:
         raise BrokenTask(f"{where}: {name!r} is not a path inside the exercise")
-    if not (folder / relative).is_file():
-        raise BrokenTask(f"{where}: missing file {name}")
+    try:
+        real = inside(folder, folder / relative)
+    except UserFileError as exc:
+        raise BrokenTask(f"{where}: {name}: {exc.reason}") from exc
+    try:
+        mode = os.stat(real).st_mode
+    except OSError as exc:
+        raise BrokenTask(f"{where}: missing file {name}") from exc
+    if not stat.S_ISREG(mode):
+        raise BrokenTask(f"{where}: {name} is not a regular file")
 
 
 def _loc(exc: ValidationError) -> str:
