@@ -46,9 +46,13 @@ def inside(root: Path, path: Path) -> Path:
 def read_text(root: Path, path: Path, *, max_bytes: int = MAX_TEXT_BYTES) -> str:
     """The UTF-8 text of `path`, a regular file under `root`; FileNotFoundError when it is
     missing, UserFileError when it is anything else, too large or not UTF-8."""
-    real = inside(root, path)
+    return read_named_text(path, max_bytes=max_bytes, real=inside(root, path))
+
+
+def read_named_text(path: Path, *, max_bytes: int = MAX_TEXT_BYTES, real: Path | None = None) -> str:
+    """As `read_text`, for a file the user named itself (no folder it must stay in)."""
     try:
-        fd = os.open(real, _OPEN_FLAGS)
+        fd = os.open(path if real is None else real, _OPEN_FLAGS)
     except FileNotFoundError:
         raise
     except OSError as exc:
@@ -65,6 +69,14 @@ def read_text(root: Path, path: Path, *, max_bytes: int = MAX_TEXT_BYTES) -> str
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UserFileError(path, f"is not UTF-8 text (byte {exc.start})") from exc
+
+
+def check_regular(path: Path) -> None:
+    """UserFileError unless `path` (followed if a link) is a regular file; FileNotFoundError
+    when nothing is there. For a file another library opens (a FIFO would hang it)."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise UserFileError(path, f"is {_kind(mode)}, not a regular file: refused")
 
 
 def parse_json(text: str, path: Path) -> Any:

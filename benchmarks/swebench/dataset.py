@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.base import BenchmarkError
+from benchmarks.userfiles import UserFileError, check_regular, name_problem, read_named_text
 
 Row = dict[str, Any]
 
@@ -30,6 +31,9 @@ ALIASES = {
     "live": "SWE-bench-Live/SWE-bench-Live",
 }
 FILE_SUFFIXES = (".json", ".jsonl", ".parquet")
+# SWE-bench's largest split is a few hundred MB as JSON; past this a file is refused before
+# it is read, rather than the service's memory going to it.
+MAX_DATASET_BYTES = 1 << 30
 OFFLINE_HINT = (
     "To run offline, save the dataset as a JSON, JSONL or parquet file where there is network "
     "and pass its path as `dataset`; or set HF_HUB_OFFLINE=1 to read only the local cache."
@@ -67,23 +71,38 @@ def load_rows(
 
 
 def read_file(path: Path) -> list[Row]:
-    if not path.is_file():
-        raise DatasetError(f"dataset file {path} does not exist")
+    """The rows of a JSON, JSONL or parquet file; DatasetError, one line naming the file, when
+    it is missing, not a regular file (a FIFO would hang the read), too large, not UTF-8, not
+    JSON, not a list of objects, empty, or has an instance_id with a control character."""
     suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        rows = _read_parquet(path)
-    elif suffix == ".jsonl":
+    try:
+        if suffix == ".parquet":
+            check_regular(path)
+            rows = _read_parquet(path)
+        else:
+            text = read_named_text(path, max_bytes=MAX_DATASET_BYTES)
+    except FileNotFoundError:
+        raise DatasetError(f"dataset file {path} does not exist") from None
+    except UserFileError as exc:
+        raise DatasetError(f"dataset file {exc}") from exc
+    if suffix == ".jsonl":
         rows = []
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        for number, line in enumerate(text.splitlines(), start=1):
             if line.strip():
                 rows.append(_json(line, f"{path}:{number}"))
-    else:
-        rows = _json(path.read_text(encoding="utf-8"), str(path))
+    elif suffix != ".parquet":
+        rows = _json(text, str(path))
         if not isinstance(rows, list):
             raise DatasetError(f"{path}: expected a JSON list of instances, found {type(rows).__name__}")
+    if not rows:
+        raise DatasetError(f"{path}: holds no instances")
     for index, row in enumerate(rows):
         if not isinstance(row, dict):
             raise DatasetError(f"{path}: instance {index} is a {type(row).__name__}, not an object")
+        instance_id = row.get("instance_id")
+        problem = name_problem(instance_id) if isinstance(instance_id, str) else None
+        if problem is not None:
+            raise DatasetError(f"{path}: instance {index}: instance_id {problem}")
     return rows
 
 
@@ -164,6 +183,9 @@ def _json(text: str, where: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{where}: not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        # The decoder recurses per level: a few thousand `[` would otherwise be a traceback.
+        raise DatasetError(f"{where}: not valid JSON: nested too deep") from exc
 
 
 def _optional(module: str, needed_for: str) -> Any:
