@@ -5,7 +5,9 @@ and `selected_test_files_to_run`, as JSON or as Python list literals (the datase
 them as text); they are read as data (`ast.literal_eval`), never evaluated. The run script
 and the parser are not in the row: they live in a folder in the published layout,
 `<scripts>/<instance_id>/run_script.sh` and `parser.py`, and are read when the rows load,
-so a task carries everything its grading needs.
+so a task carries everything its grading needs. An instance id is a folder's name there, so
+one with `/`, `..` or a control character is refused, and the scripts are read only as
+regular files under `<scripts>`, never through a link out of it (benchmarks/userfiles.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from benchmarks.base import BenchmarkError, Task
+from benchmarks.userfiles import UserFileError, name_problem, read_text
 
 REPO_PATH = "/app"  # where Pro's images hold the repository
 SCRIPTS_DIR = "/clade/pro"  # the grading sandbox's read-only folder of scripts
@@ -52,6 +55,12 @@ def to_task(row: Mapping[str, Any], scripts: Path, *, image_repository: str) -> 
     missing = [name for name in REQUIRED if not isinstance(row.get(name), str) or not row.get(name)]
     if missing:
         raise UnsupportedRow(f"{iid}: not a SWE-bench Pro row: no {', '.join(missing)}")
+    # It names the row's folder of scripts: "../x" or "/etc" would read from anywhere.
+    problem = name_problem(iid)
+    if problem is not None:
+        raise UnsupportedRow(f"instance_id {problem}")
+    if iid in (".", "..") or "/" in iid or "\\" in iid:
+        raise UnsupportedRow(f"instance_id {iid!r} is not a folder name under the scripts folder")
     fail_to_pass = text_list(_either(row, "fail_to_pass", "FAIL_TO_PASS"), "fail_to_pass", iid)
     pass_to_pass = text_list(_either(row, "pass_to_pass", "PASS_TO_PASS"), "pass_to_pass", iid)
     if not fail_to_pass and not pass_to_pass:
@@ -75,8 +84,8 @@ def to_task(row: Mapping[str, Any], scripts: Path, *, image_repository: str) -> 
             before_repo_set_cmd=str(row.get("before_repo_set_cmd") or ""),
             requirements=str(row.get("requirements") or ""),
             interface=str(row.get("interface") or ""),
-            run_script=read_script(folder / RUN_SCRIPT, iid),
-            parser=read_script(folder / PARSER, iid),
+            run_script=read_script(folder / RUN_SCRIPT, iid, scripts),
+            parser=read_script(folder / PARSER, iid, scripts),
             test_command=["bash", f"{SCRIPTS_DIR}/{RUN_SCRIPT}"],
             repo_path=REPO_PATH,
         )
@@ -126,15 +135,16 @@ def text_list(value: object, field: str, iid: str) -> list[str]:
     return list(value)
 
 
-def read_script(path: Path, iid: str) -> str:
-    if not path.is_file():
+def read_script(path: Path, iid: str, scripts: Path) -> str:
+    try:
+        return read_text(scripts, path, max_bytes=MAX_SCRIPT_BYTES)
+    except FileNotFoundError:
         raise UnsupportedRow(
             f"{iid}: no {path.name} at {path} (the `scripts` folder's layout is "
             f"<scripts>/<instance_id>/{RUN_SCRIPT} and {PARSER})"
-        )
-    if path.stat().st_size > MAX_SCRIPT_BYTES:
-        raise UnsupportedRow(f"{iid}: {path} is larger than {MAX_SCRIPT_BYTES} bytes")
-    return path.read_text(encoding="utf-8")
+        ) from None
+    except UserFileError as exc:
+        raise UnsupportedRow(f"{iid}: {exc}") from exc
 
 
 def _either(row: Mapping[str, Any], *names: str) -> object:
