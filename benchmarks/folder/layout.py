@@ -117,6 +117,18 @@ class SuiteFile(BaseModel):
                 raise ValueError(problem)
         return value
 
+    @field_validator("subsets")
+    @classmethod
+    def _subset_names(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for name in value:
+            problem = name_problem(name)
+            if problem is not None:
+                raise ValueError(f"subset name {problem}")
+            if name == "all":
+                # Every task, always: a subset of that name would silently stand in for it.
+                raise ValueError("'all' is every task, always; give the subset another name")
+        return value
+
 
 @dataclass(frozen=True)
 class FolderTask:
@@ -146,7 +158,7 @@ def load_folder(root: Path) -> Folder:
     suite_path = root / SUITE_FILE
     # A link counts as there even when it leads nowhere: reading it says where it leads.
     listed = suite_path.exists() or suite_path.is_symlink()
-    suite = _read_model(root, suite_path, SuiteFile) if listed else None
+    suite = _read_model(root, suite_path, SuiteFile, in_task=False) if listed else None
     if suite is None:
         folders = sorted(p for p in tasks_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
         if not folders:
@@ -159,12 +171,15 @@ def load_folder(root: Path) -> Folder:
     else:
         wanted = [(task_id, _task_folder(tasks_dir, task_id, suite_path)) for task_id in suite.tasks]
     for _, folder in wanted:
-        _inside(root, folder)
-    commits: dict[str, str] = {}
+        # A plain child of the checked tasks/ is inside unless it is a link. Checked once here:
+        # each file of the folder is then read without resolving its whole path.
+        if folder.is_symlink():
+            _inside(root, folder)
+    repos: dict[str, tuple[Path, str]] = {}
     loaded: list[FolderTask] = []
     seen: dict[str, Path] = {}
     for listed_id, folder in wanted:
-        entry = _load_task(root, folder, listed_id if suite is not None else None, commits)
+        entry = _load_task(root, folder, listed_id if suite is not None else None, repos)
         instance_id = entry.task.instance_id
         if instance_id in seen:
             raise FolderLayoutError(folder / TASK_FILE, f"instance id {instance_id!r} is used twice")
@@ -175,7 +190,10 @@ def load_folder(root: Path) -> Folder:
     for name, members in (suite.subsets if suite is not None else {}).items():
         unknown = [member for member in members if member not in seen]
         if unknown:
-            raise FolderLayoutError(suite_path, f"subset {name!r} names unknown tasks: {', '.join(unknown)}")
+            # The first few: a subset of 100,000 wrong names stays a readable line.
+            more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
+            first = ", ".join(unknown[:10])
+            raise FolderLayoutError(suite_path, f"subset {name!r} names unknown tasks: {first}{more}")
         subsets[name] = list(members)
     return Folder(loaded, subsets)
 
@@ -188,16 +206,18 @@ def _task_folder(tasks_dir: Path, instance_id: str, suite_path: Path) -> Path:
     raise FolderLayoutError(suite_path, f"task {instance_id!r} has no folder {tasks_dir / instance_id}")
 
 
-def _load_task(root: Path, folder: Path, listed_id: str | None, commits: dict[str, str]) -> FolderTask:
+def _load_task(
+    root: Path, folder: Path, listed_id: str | None, repos: dict[str, tuple[Path, str]]
+) -> FolderTask:
     task_path = folder / TASK_FILE
     fields = _read_model(root, task_path, TaskFile)
     instance_id = fields.instance_id or listed_id or folder.name
     if listed_id is not None and instance_id != listed_id:
         raise FolderLayoutError(task_path, f"instance_id {instance_id!r}, but suite.json lists {listed_id!r}")
-    repo_dir = _repo_dir(root, fields.repo, task_path)
-    if fields.repo not in commits:
-        commits[fields.repo] = _base_commit(repo_dir, fields.repo)
-    base_commit = commits[fields.repo]
+    if fields.repo not in repos:  # found, checked and committed once per repository
+        repo_dir = _repo_dir(root, fields.repo, task_path)
+        repos[fields.repo] = (repo_dir, _base_commit(repo_dir, fields.repo))
+    repo_dir, base_commit = repos[fields.repo]
     if fields.base_commit is not None and fields.base_commit != base_commit:
         raise FolderLayoutError(
             task_path,
@@ -263,8 +283,8 @@ def _base_commit(repo_dir: Path, repo: str) -> str:
             raise FolderLayoutError(repo_dir, f"cannot make a git repository of it: {exc}") from exc
 
 
-def _read_model(root: Path, path: Path, model: type[M]) -> M:
-    text = _read_text(root, path, required=True)
+def _read_model(root: Path, path: Path, model: type[M], *, in_task: bool = True) -> M:
+    text = _read_text(root, path, required=True, in_task=in_task)
     try:
         data = parse_json(text, path)
     except UserFileError as exc:
@@ -275,9 +295,10 @@ def _read_model(root: Path, path: Path, model: type[M]) -> M:
         raise FolderLayoutError(path, _describe(exc)) from exc
 
 
-def _read_text(root: Path, path: Path, *, required: bool) -> str:
+def _read_text(root: Path, path: Path, *, required: bool, in_task: bool = True) -> str:
     try:
-        return read_text(root, path)
+        # in_task: a file of a task folder, which load_folder checked is inside root.
+        return read_text(root, path, parent_checked=in_task)
     except FileNotFoundError as exc:
         if not required:
             return ""

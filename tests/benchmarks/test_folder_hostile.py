@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -44,6 +45,12 @@ def _link_to(target: str) -> Callable[[Path], None]:
 def _task(**fields: object) -> str:
     base = json.loads((FIXTURE / "tasks/calc-1/task.json").read_text())
     return json.dumps(base | fields)
+
+
+def _edit_json(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
 
 
 def _huge(path: Path) -> None:
@@ -137,6 +144,28 @@ HOSTILE: dict[str, tuple[Callable[[Path], None], str, str]] = {
         lambda f: (f / "tasks").symlink_to(shutil.move(f / "tasks", f.parent / "elsewhere")),
         "tasks",
         "outside the folder",
+    ),
+    "a task folder links to a folder elsewhere": (
+        lambda f: (f / "tasks/calc-2").symlink_to(shutil.move(f / "tasks/calc-2", f.parent / "elsewhere")),
+        "tasks/calc-2",
+        "outside the folder",
+    ),
+    "a subset named all": (
+        lambda f: _edit_json(f / "suite.json", lambda d: d["subsets"].update(all=["calc-1"])),
+        "suite.json",
+        "subsets: 'all' is every task, always",
+    ),
+    "a subset name with a line break": (
+        lambda f: _edit_json(f / "suite.json", lambda d: d["subsets"].update({"a\nb": ["calc-1"]})),
+        "suite.json",
+        "subsets: subset name 'a\\nb' holds a control character",
+    ),
+    "a subset of 5000 unknown tasks": (
+        lambda f: _edit_json(
+            f / "suite.json", lambda d: d["subsets"].update(odd=[f"x-{i}" for i in range(5000)])
+        ),
+        "suite.json",
+        "subset 'odd' names unknown tasks: x-0, x-1, x-2, x-3, x-4, x-5, x-6, x-7, x-8, x-9 and 4990 more",
     ),
     "a FIFO in the repository": (
         lambda f: os.mkfifo(f / ".repos/calc/pipe"),
