@@ -90,6 +90,21 @@ def read_named_text(
         raise UserFileError(path, f"is not UTF-8 text (byte {exc.start})") from exc
 
 
+def folder_option(value: Path) -> Path:
+    """`value` (`~` expanded) resolved, for an option that names a folder; ValueError (which
+    the options model reports at the option) when it is not one, also when the path is too
+    long for the system or names the home of no user."""
+    try:
+        path = value.expanduser()
+        if path.is_dir():
+            return path.resolve()
+    except RuntimeError as exc:  # "~nobody"
+        raise ValueError(f"{str(value)[:200]!r} is not a folder ({exc})") from exc
+    except OSError as exc:  # a name too long, a loop of links
+        raise ValueError(f"{str(value)[:200]!r} is not a folder ({exc.strerror})") from exc
+    raise ValueError(f"{value} is not a folder")
+
+
 def check_regular(path: Path) -> None:
     """UserFileError unless `path` (followed if a link) is a regular file; FileNotFoundError
     when nothing is there. For a file another library opens (a FIFO would hang it)."""

@@ -98,17 +98,38 @@ def parse_benchmark(name: str, pairs: list[str] | None, path: Path | None) -> Be
     """
     options = read_options_file(path) if path is not None else {}
     options.update(parse_pairs(pairs or []))
-    if name not in installed_registry().names() and Path(name).expanduser().is_dir():
+    known = installed_registry().names()
+    if name not in known and _is_dir(name):
         name, options = "folder", {**options, "path": str(Path(name).expanduser().resolve())}
+    elif name not in known and (name == "" or "/" in name or name.startswith((".", "~"))):
+        # Meant as a folder: "unknown benchmark '/data/x'" would not say what is wrong.
+        raise OptionSyntaxError(
+            f"no folder {name!r} here: NAME is a benchmark ({', '.join(known)}) or a benchmark folder"
+        )
     config = benchmark_config(name, options)
     paths = {"swebench": ("dataset",), "swebench-pro": ("dataset", "scripts")}.get(name, ())
     for option in paths:
         value = config.options.get(option)
-        if isinstance(value, str) and Path(value).exists():
+        if isinstance(value, str) and _exists(value):
             config = config.model_copy(
                 update={"options": {**config.options, option: str(Path(value).resolve())}}
             )
     return config
+
+
+def _is_dir(name: str) -> bool:
+    # "" would be the current folder; a name too long for a path is no folder (not a traceback).
+    try:
+        return name != "" and Path(name).expanduser().is_dir()
+    except (OSError, RuntimeError):  # RuntimeError: "~user" of no user
+        return False
+
+
+def _exists(value: str) -> bool:
+    try:
+        return Path(value).exists()
+    except OSError:
+        return False
 
 
 def benchmark_from_cli(name: str, pairs: list[str] | None, path: Path | None) -> BenchmarkConfig:

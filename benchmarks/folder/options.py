@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import field_validator
 
+from benchmarks.userfiles import folder_option
 from contracts.benchmark_options import Options
 
 __all__ = ["FolderOptions"]
@@ -20,7 +21,4 @@ class FolderOptions(Options):
     @field_validator("path")
     @classmethod
     def _path_is_a_folder(cls, value: Path) -> Path:
-        value = value.expanduser()
-        if not value.is_dir():
-            raise ValueError(f"{value} is not a folder")
-        return value.resolve()
+        return folder_option(value)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import Field, field_validator
 
+from benchmarks.userfiles import folder_option
 from contracts.benchmark_options import Options
 
 __all__ = ["HarborOptions"]
@@ -36,7 +37,4 @@ class HarborOptions(Options):
     @field_validator("path")
     @classmethod
     def _path_is_a_folder(cls, value: Path) -> Path:
-        value = value.expanduser()
-        if not value.is_dir():
-            raise ValueError(f"{value} is not a folder")
-        return value.resolve()
+        return folder_option(value)

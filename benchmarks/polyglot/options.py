@@ -7,6 +7,7 @@ from pathlib import Path
 from pydantic import Field, field_validator
 
 from benchmarks.base import OptionError
+from benchmarks.userfiles import folder_option
 from contracts.benchmark_options import LanguageName, Options
 
 __all__ = ["PolyglotOptions", "PolyglotOptionsError"]
@@ -41,9 +42,7 @@ class PolyglotOptions(Options):
     def _root_is_a_folder(cls, value: Path | None) -> Path | None:
         if value is None:
             return None
-        if not value.is_dir():
-            raise ValueError(f"{value} is not a folder")
-        return value.resolve()
+        return folder_option(value)
 
     @field_validator("languages", "exercises")
     @classmethod

@@ -13,6 +13,7 @@ from benchmarks.swebench.testbed import export_repo, head_commit
 from benchmarks.swebench_pro.grading import Resources, grade_task
 from benchmarks.swebench_pro.options import SWEbenchProOptions
 from benchmarks.swebench_pro.tasks import REPO_PATH, SWEbenchProTask, to_task
+from benchmarks.userfiles import folder_option
 from sandbox.base import ImageStore, SandboxBackend
 from sandbox.registry import default_images
 
@@ -41,9 +42,10 @@ class SWEbenchPro:
         self.options = options
         self._images = images
         self._lock = threading.Lock()
-        scripts = Path(options.scripts).expanduser()
-        if not scripts.is_dir():
-            raise OptionError("scripts", f"scripts: {scripts} is not a folder")
+        try:
+            scripts = folder_option(Path(options.scripts))
+        except ValueError as exc:
+            raise OptionError("scripts", f"scripts: {exc}") from exc
         dataset = ALIASES.get(options.dataset.strip().lower(), options.dataset)
         rows = load_rows(dataset, split=options.split, timeout_s=options.dataset_timeout_s, offline=offline)
         tasks: dict[str, SWEbenchProTask] = {}

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from benchmarks.folder import FolderBenchmark, FolderLayoutError
 from benchmarks.userfiles import MAX_TEXT_BYTES
@@ -238,3 +238,37 @@ def test_the_plan_api_answers_422_naming_the_file(service: AppService, seed_id: 
     assert passwd.status_code == 422, passwd.text
     assert "greet-1/statement.md: is a symbolic link to /etc/passwd" in passwd.text
     assert "root:" not in passwd.text
+
+
+def _check(*args: str) -> Result:
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens: these fail before any request
+    return CliRunner().invoke(app, ["--url", url, "bench", "check", *args], env={"COLUMNS": "200"})
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("/no/such/bench", "error: no folder '/no/such/bench' here: NAME is a benchmark (clade-mini, "),
+        ("", "error: no folder '' here"),
+        ("/" + "a" * 5000, "error: no folder '/aaaa"),
+        ("~no-such-user-clade/bench", "error: no folder '~no-such-user-clade/bench' here"),
+    ],
+)
+def test_clade_bench_check_of_a_path_that_is_no_folder(name: str, says: str) -> None:
+    result = _check(name)
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.exception
+    assert result.stderr.startswith(says) and "Traceback" not in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_the_plan_api_names_the_path_option_it_cannot_use(service: AppService, seed_id: str) -> None:
+    answers = []
+    with service.admin as admin:
+        for path in ("~no-such-user-clade/bench", "/" + "a" * 5000):
+            body = config(seed_id) | {"benchmark": {"name": "folder", "options": {"path": path}}}
+            answers.append(admin.post("/api/runs/plan", json=body))
+    for answer in answers:
+        assert answer.status_code == 422, answer.text
+        [problem] = answer.json()["detail"]
+        assert problem["loc"] == ["body", "benchmark", "options", "path"]
+        assert "is not a folder" in problem["msg"]
