@@ -79,7 +79,10 @@ class Task(BaseModel):
     @classmethod
     def _decode_json_list(cls, value: object) -> object:
         # SWE-bench datasets store these lists as JSON-encoded strings.
-        return json.loads(value) if isinstance(value, str) else value
+        try:
+            return json.loads(value) if isinstance(value, str) else value
+        except RecursionError as exc:  # the decoder recurses per `[`: a traceback otherwise
+            raise ValueError("a JSON-encoded list nested too deep") from exc
 
 
 class TestStatus(StrEnum):

@@ -68,7 +68,10 @@ class TaskFile(BaseModel):
     @classmethod
     def _decode_json_list(cls, value: object) -> object:
         # As in SWE-bench datasets, a JSON-encoded list is accepted.
-        return json.loads(value) if isinstance(value, str) else value
+        try:
+            return json.loads(value) if isinstance(value, str) else value
+        except RecursionError as exc:  # the decoder recurses per `[`: a traceback otherwise
+            raise ValueError("a JSON-encoded list nested too deep") from exc
 
     @field_validator("instance_id")
     @classmethod

@@ -80,6 +80,9 @@ def to_task(row: Mapping[str, Any], harness: Harness, *, namespace: str | None =
                 instance[name] = json.loads(instance[name])
             except json.JSONDecodeError as exc:
                 raise UnsupportedInstance(f"{instance_id}: {name} is not a JSON list: {exc}") from exc
+            except RecursionError as exc:  # the decoder recurses per `[`: a traceback otherwise
+                why = f"{instance_id}: {name} is not a JSON list: nested too deep"
+                raise UnsupportedInstance(why) from exc
     for name in _TEXT:
         if row.get(name) is not None:
             instance[name] = str(row[name])  # parquet may hold dates and numbers here

@@ -125,6 +125,8 @@ def text_list(value: object, field: str, iid: str) -> list[str]:
         text = value
         try:
             value = json.loads(text)
+        except RecursionError as exc:  # the decoder recurses per `[`: a traceback otherwise
+            raise UnsupportedRow(f"{iid}: {field} is not a list: nested too deep") from exc
         except json.JSONDecodeError:
             try:
                 value = ast.literal_eval(text)

@@ -110,6 +110,11 @@ HOSTILE: dict[str, tuple[Callable[[Path], None], str, str]] = {
         "tasks/calc-1/task.json",
         "the key 'repo' is given twice",
     ),
+    "FAIL_TO_PASS a JSON string nested too deep": (
+        lambda f: (f / "tasks/calc-1/task.json").write_text(_task(FAIL_TO_PASS="[" * 100_000)),
+        "tasks/calc-1/task.json",
+        "FAIL_TO_PASS: a JSON-encoded list nested too deep",
+    ),
     "suite id with a line break": (
         lambda f: (f / "suite.json").write_text(json.dumps({"tasks": ["calc-1\n\x1b[31mok"]})),
         "suite.json",

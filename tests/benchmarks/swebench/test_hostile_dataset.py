@@ -4,13 +4,17 @@ file, from the loader and from `POST /api/runs/plan` (422); nothing hangs."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from benchmarks import get_benchmark
 from benchmarks.swebench import DatasetError, load_rows
+from benchmarks.swebench.tasks import UnsupportedInstance
 from tests.servers import AppService
 from tests.service.helpers import config
 
@@ -57,6 +61,15 @@ def test_a_hostile_dataset_file_is_one_line_naming_it(tmp_path: Path, hostile: s
     message = str(raised.value)
     assert str(tmp_path / name) in message and says in message, message
     assert "\n" not in message
+
+
+def test_a_test_list_nested_too_deep_is_one_line(offline_rows: list[dict[str, Any]], tmp_path: Path) -> None:
+    row = offline_rows[0] | {"FAIL_TO_PASS": "[" * 100_000}
+    dataset = tmp_path / "rows.jsonl"
+    dataset.write_text(json.dumps(row) + "\n")
+    with pytest.raises(UnsupportedInstance) as raised:
+        get_benchmark("swebench", dataset=str(dataset))
+    assert str(raised.value) == f"{row['instance_id']}: FAIL_TO_PASS is not a JSON list: nested too deep"
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)

@@ -54,6 +54,12 @@ def test_the_fixture_row_loads(scripts: Path) -> None:
     assert (task.run_script, task.parser) == ("echo run\n", "print('{}')\n")
 
 
+def test_a_test_list_nested_too_deep_is_one_line(scripts: Path) -> None:
+    with pytest.raises(UnsupportedRow) as raised:
+        to_task(_row(fail_to_pass="[" * 100_000), scripts, image_repository="repo")
+    assert str(raised.value) == f"{IID}: fail_to_pass is not a list: nested too deep"
+
+
 @pytest.mark.parametrize(
     ("instance_id", "says"),
     [
