@@ -81,7 +81,10 @@ class HarborBenchmark:
         if options.tasks is not None:
             unknown = [name for name in options.tasks if name not in harbor]
             if unknown:
-                raise HarborLayoutError(options.path, f"has no task {', '.join(unknown)} (option tasks)")
+                # One readable line: escapes shown as such, and the first ten of thousands.
+                shown = ", ".join(name.encode("unicode_escape").decode("ascii") for name in unknown[:10])
+                more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
+                raise HarborLayoutError(options.path, f"has no task {shown}{more} (option tasks)")
             order = list(dict.fromkeys(options.tasks))
         self._harbor = {name: harbor[name] for name in order}
         self._tasks = [self._task(harbor[name]) for name in order]

@@ -134,6 +134,14 @@ def test_a_hostile_task_is_one_line_naming_the_file(root: Path, hostile: str) ->
     assert "\n" not in message and "root:" not in message
 
 
+def test_unknown_tasks_are_one_readable_line(root: Path) -> None:
+    with pytest.raises(HarborLayoutError) as raised:
+        HarborBenchmark(HarborOptions(path=root, tasks=["a\nb\x1b[2J", *(f"x{i}" for i in range(3000))]))
+    assert str(raised.value) == (
+        f"{root}: has no task a\\nb\\x1b[2J, x0, x1, x2, x3, x4, x5, x6, x7, x8 and 2991 more (option tasks)"
+    )
+
+
 def test_a_link_between_tasks_of_the_folder_is_followed(root: Path) -> None:
     other = root / "other"
     shutil.copytree(root / "task", other)
