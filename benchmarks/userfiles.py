@@ -17,6 +17,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from sandbox.hostfiles import file_kind
+
 # Statements, task files and patches are text a person wrote; 16 MB is far past any of them.
 MAX_TEXT_BYTES = 16 * 1024 * 1024
 # Non-blocking: opening a FIFO returns at once; a terminal never becomes ours.
@@ -79,7 +81,7 @@ def read_named_text(
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise UserFileError(path, f"is {_kind(mode)}, not a regular file: refused")
+        raise UserFileError(path, f"is {file_kind(mode)}, not a regular file: refused")
     with os.fdopen(fd, "rb") as handle:
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
@@ -110,7 +112,7 @@ def check_regular(path: Path) -> None:
     when nothing is there. For a file another library opens (a FIFO would hang it)."""
     mode = os.stat(path).st_mode
     if not stat.S_ISREG(mode):
-        raise UserFileError(path, f"is {_kind(mode)}, not a regular file: refused")
+        raise UserFileError(path, f"is {file_kind(mode)}, not a regular file: refused")
 
 
 def parse_json(text: str, path: Path) -> Any:
@@ -141,16 +143,3 @@ def _no_duplicates(pairs: list[tuple[str, Any]], path: Path) -> dict[str, Any]:
             raise UserFileError(path, f"bad JSON: the key {key!r} is given twice")
         out[key] = value
     return out
-
-
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISDIR, "a folder"),
-    ):
-        if test(mode):
-            return name
-    return "a special file"

@@ -36,7 +36,7 @@ def open_regular_file(path: Path) -> int:
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise NotARegularFile(f"{path.name} is not a regular file ({_kind(mode)})")
+        raise NotARegularFile(f"{path.name} is not a regular file ({file_kind(mode)})")
     return fd
 
 
@@ -60,7 +60,8 @@ def regular_file_size(path: Path) -> int | None:
     return st.st_size if stat.S_ISREG(st.st_mode) else None
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, in words (`a FIFO`), for refusals."""
     for test, name in (
         (stat.S_ISFIFO, "a FIFO"),
         (stat.S_ISSOCK, "a socket"),
@@ -70,4 +71,4 @@ def _kind(mode: int) -> str:
     ):
         if test(mode):
             return name
-    return "not a regular file"
+    return "a special file"

@@ -20,6 +20,8 @@ from typer.testing import CliRunner, Result
 from benchmarks.folder import FolderBenchmark, FolderLayoutError
 from benchmarks.userfiles import MAX_TEXT_BYTES
 from cli.main import app
+from tests.benchmarks.hostile import link_to as _link_to
+from tests.benchmarks.hostile import replace as _replace
 from tests.benchmarks.test_folder_benchmark import FIXTURE
 from tests.servers import AppService, free_port
 from tests.service.helpers import config
@@ -28,18 +30,6 @@ from tests.service.helpers import config
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     return Path(shutil.copytree(FIXTURE, tmp_path / "bench"))
-
-
-def _replace(path: Path, make: Callable[[Path], None]) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink()
-    make(path)
-
-
-def _link_to(target: str) -> Callable[[Path], None]:
-    return lambda path: path.symlink_to(target)
 
 
 def _task(**fields: object) -> str:

@@ -16,6 +16,8 @@ import pytest
 
 from benchmarks.harbor import HarborBenchmark, HarborLayoutError, HarborOptions
 from benchmarks.harbor.environment import context_digest
+from tests.benchmarks.hostile import link_to as _link_to
+from tests.benchmarks.hostile import replace as _replace
 from tests.benchmarks.test_harbor_layout import FIXTURE
 from tests.servers import AppService
 from tests.service.helpers import config
@@ -28,18 +30,6 @@ def root(tmp_path: Path) -> Path:
     """A folder holding one copy of the write-greeting task, at task/."""
     shutil.copytree(FIXTURE / "write-greeting", tmp_path / "bench" / "task")
     return tmp_path / "bench"
-
-
-def _replace(path: Path, make: Callable[[Path], None]) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink()
-    make(path)
-
-
-def _link_to(target: str) -> Callable[[Path], None]:
-    return lambda path: path.symlink_to(target)
 
 
 def _toml(old: str, new: str) -> Callable[[Path], None]:

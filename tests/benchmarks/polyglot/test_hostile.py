@@ -13,6 +13,8 @@ import pytest
 
 from benchmarks import BrokenTask
 from benchmarks.polyglot import Polyglot
+from tests.benchmarks.hostile import link_to as _link_to
+from tests.benchmarks.hostile import replace as _replace
 from tests.servers import AppService
 from tests.service.helpers import config
 
@@ -34,15 +36,6 @@ def _exercise(root: Path) -> Path:
         test=["echo_test.py"],
         example=[".meta/example.py"],
     )
-
-
-def _replace(path: Path, make: Callable[[Path], None]) -> None:
-    path.unlink()
-    make(path)
-
-
-def _link_to(target: str) -> Callable[[Path], None]:
-    return lambda path: path.symlink_to(target)
 
 
 def _move_out(folder: Path) -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from benchmarks.swebench_pro import UnsupportedRow
 from benchmarks.swebench_pro.tasks import MAX_SCRIPT_BYTES, to_task
+from tests.benchmarks.hostile import replace as _replace
 from tests.servers import AppService
 from tests.service.helpers import config
 
@@ -42,11 +43,6 @@ def scripts(tmp_path: Path) -> Path:
     (folder / "run_script.sh").write_text("echo run\n")
     (folder / "parser.py").write_text("print('{}')\n")
     return folder.parent
-
-
-def _replace(path: Path, make: Callable[[Path], object]) -> None:
-    path.unlink()
-    make(path)
 
 
 def test_the_fixture_row_loads(scripts: Path) -> None:
