@@ -56,6 +56,7 @@ class TaskFile(BaseModel):
     base_commit: str | None = None  # checked when given; computed from repos/<repo>/ otherwise
     FAIL_TO_PASS: list[str] = Field(default_factory=list)
     PASS_TO_PASS: list[str] = Field(default_factory=list)
+    # A program and its arguments: the program's name cannot be empty (`[""]` runs nothing).
     test_command: list[str] | None = Field(default=None, min_length=1)  # pytest mode
     evaluator: list[str] | None = Field(default=None, min_length=1)  # evaluator mode
     hints_text: str = ""
@@ -63,6 +64,13 @@ class TaskFile(BaseModel):
     version: str = ""
     image: str | None = None
     repo_path: str = DEFAULT_REPO_PATH
+
+    @field_validator("test_command", "evaluator")
+    @classmethod
+    def _names_a_program(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and not value[0].strip():
+            raise ValueError("the first item, the program to run, is empty")
+        return value
 
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
     @classmethod

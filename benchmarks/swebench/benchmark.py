@@ -132,10 +132,13 @@ class SWEbench:
 
 def _index(rows: list[Row], source: str) -> dict[str, Row]:
     by_id: dict[str, Row] = {}
-    for row in rows:
+    for number, row in enumerate(rows):
         iid = row.get("instance_id")
-        if not isinstance(iid, str) or not iid:
-            raise DatasetError(f"{source}: an instance has no instance_id")
+        if iid is None or iid == "":
+            raise DatasetError(f"{source}: instance {number} has no instance_id")
+        if not isinstance(iid, str):
+            kind = type(iid).__name__
+            raise DatasetError(f"{source}: instance {number}'s instance_id must be text, got {kind}")
         if iid in by_id:
             raise DatasetError(f"{source}: instance {iid!r} appears twice")
         by_id[iid] = row

@@ -125,6 +125,11 @@ HOSTILE: dict[str, tuple[Callable[[Path], None], str, str]] = {
         "tasks/calc-1/task.json",
         "repo_path: '../../etc' is not an absolute path",
     ),
+    "a test command that names no program": (
+        lambda f: (f / "tasks/calc-1/task.json").write_text(_task(test_command=["", "-m", "pytest"])),
+        "tasks/calc-1/task.json",
+        "test_command: the first item, the program to run, is empty",
+    ),
     "repository links to a host folder": (
         lambda f: _replace(f / ".repos/calc", _link_to("/etc/ssl")),
         ".repos/calc",

@@ -72,6 +72,21 @@ def test_a_test_list_nested_too_deep_is_one_line(offline_rows: list[dict[str, An
     assert str(raised.value) == f"{row['instance_id']}: FAIL_TO_PASS is not a JSON list: nested too deep"
 
 
+@pytest.mark.parametrize(
+    ("instance_id", "says"),
+    [(None, "instance 1 has no instance_id"), (7, "instance 1's instance_id must be text, got int")],
+)
+def test_an_instance_id_missing_or_not_text_is_named(
+    offline_rows: list[dict[str, Any]], tmp_path: Path, instance_id: object, says: str
+) -> None:
+    dataset = tmp_path / "rows.jsonl"
+    rows = [offline_rows[0], offline_rows[1] | {"instance_id": instance_id}]
+    dataset.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with pytest.raises(DatasetError) as raised:
+        get_benchmark("swebench", dataset=str(dataset))
+    assert str(raised.value) == f"{dataset}: {says}"
+
+
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_the_plan_api_answers_422_naming_the_file(service: AppService, seed_id: str, tmp_path: Path) -> None:
     dataset = tmp_path / "rows.jsonl"
