@@ -55,7 +55,7 @@ from service.archive import consistency
 from service.archive.git_store import AGENT_REF_PREFIX, GitStore
 from service.db.engine import make_engine, make_session_factory
 from service.db.migrate import alembic_config, upgrade
-from service.db.models import as_utc
+from service.db.models import Base, as_utc
 
 FORMAT: Literal["clade-backup"] = "clade-backup"
 FORMAT_VERSION = 1
@@ -661,8 +661,9 @@ def _load_rows(
                     raise BackupError(
                         f"the database at revision {manifest.alembic_revision} has no table {name}"
                     )
-            # A backup holds every table of its revision; one that lacks some is not whole.
-            lacking = sorted(set(metadata.tables) - {VERSION_TABLE} - set(manifest.tables))
+            # A backup holds every table of its revision; one that lacks some is not whole. (Only
+            # Clade's own tables: a database may hold others, which a backup never speaks for.)
+            lacking = sorted(set(metadata.tables) & set(Base.metadata.tables) - set(manifest.tables))
             if lacking:
                 raise BackupError(f"the backup lacks the tables {', '.join(lacking)} of its revision")
             for name in manifest.tables:
