@@ -17,10 +17,10 @@ import pytest
 from benchmarks.harbor import HarborBenchmark, HarborLayoutError, HarborOptions
 from benchmarks.harbor.environment import context_digest
 from tests.benchmarks.hostile import link_to as _link_to
+from tests.benchmarks.hostile import plan_refusal
 from tests.benchmarks.hostile import replace as _replace
 from tests.benchmarks.test_harbor_layout import FIXTURE
 from tests.servers import AppService
-from tests.service.helpers import config
 
 TOML = (FIXTURE / "write-greeting" / "task.toml").read_text()
 
@@ -160,13 +160,7 @@ def test_the_context_digest_reads_a_large_file_in_pieces(tmp_path: Path) -> None
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_the_plan_api_answers_422_naming_the_file(service: AppService, seed_id: str, root: Path) -> None:
     _replace(root / "task" / "instruction.md", os.mkfifo)
-    body = config(seed_id) | {"benchmark": {"name": "harbor", "options": {"path": str(root)}}}
-    body["stages"] = [{"subset": "all"}]
-    with service.admin as admin:
-        answer = admin.post("/api/runs/plan", json=body)
-    assert answer.status_code == 422, answer.text
-    [problem] = answer.json()["detail"]
-    assert problem["loc"] == ["body", "benchmark", "options"]
-    assert problem["msg"] == (
+    message = plan_refusal(service, seed_id, "harbor", {"path": str(root)})
+    assert message == (
         f"harbor cannot load: {root}/task/instruction.md: is a FIFO, not a regular file: refused"
     )

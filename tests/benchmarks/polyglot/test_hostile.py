@@ -14,9 +14,9 @@ import pytest
 from benchmarks import BrokenTask
 from benchmarks.polyglot import Polyglot
 from tests.benchmarks.hostile import link_to as _link_to
+from tests.benchmarks.hostile import plan_refusal
 from tests.benchmarks.hostile import replace as _replace
 from tests.servers import AppService
-from tests.service.helpers import config
 
 from .layouts import write_exercise
 
@@ -117,11 +117,5 @@ def test_the_plan_api_answers_422_naming_the_file(service: AppService, seed_id: 
     root = tmp_path / "layout"
     exercise = _exercise(root)
     _replace(exercise / ".meta/config.json", os.mkfifo)
-    body = config(seed_id) | {"benchmark": {"name": "polyglot", "options": {"root": str(root)}}}
-    body["stages"] = [{"subset": "all"}]
-    with service.admin as admin:
-        answer = admin.post("/api/runs/plan", json=body)
-    assert answer.status_code == 422, answer.text
-    [problem] = answer.json()["detail"]
-    assert problem["loc"] == ["body", "benchmark", "options"]
-    assert problem["msg"].endswith(f"{exercise}/.meta/config.json: is a FIFO, not a regular file: refused")
+    message = plan_refusal(service, seed_id, "polyglot", {"root": str(root)})
+    assert message.endswith(f"{exercise}/.meta/config.json: is a FIFO, not a regular file: refused")

@@ -15,8 +15,8 @@ import pytest
 from benchmarks import get_benchmark
 from benchmarks.swebench import DatasetError, load_rows
 from benchmarks.swebench.tasks import UnsupportedInstance
+from tests.benchmarks.hostile import plan_refusal
 from tests.servers import AppService
-from tests.service.helpers import config
 
 HOSTILE: dict[str, tuple[str, Callable[[Path], object], str]] = {
     # name: (file name, how it is made, what the one-line error says)
@@ -91,11 +91,5 @@ def test_an_instance_id_missing_or_not_text_is_named(
 def test_the_plan_api_answers_422_naming_the_file(service: AppService, seed_id: str, tmp_path: Path) -> None:
     dataset = tmp_path / "rows.jsonl"
     dataset.write_bytes(b'{"instance_id": "\xe9"}\n')
-    body = config(seed_id) | {"benchmark": {"name": "swebench", "options": {"dataset": str(dataset)}}}
-    body["stages"] = [{"subset": "all"}]
-    with service.admin as admin:
-        answer = admin.post("/api/runs/plan", json=body)
-    assert answer.status_code == 422, answer.text
-    [problem] = answer.json()["detail"]
-    assert problem["loc"] == ["body", "benchmark", "options"]
-    assert problem["msg"] == f"swebench cannot load: dataset file {dataset}: is not UTF-8 text (byte 17)"
+    message = plan_refusal(service, seed_id, "swebench", {"dataset": str(dataset)})
+    assert message == f"swebench cannot load: dataset file {dataset}: is not UTF-8 text (byte 17)"

@@ -14,9 +14,9 @@ import pytest
 
 from benchmarks.swebench_pro import UnsupportedRow
 from benchmarks.swebench_pro.tasks import MAX_SCRIPT_BYTES, to_task
+from tests.benchmarks.hostile import plan_refusal
 from tests.benchmarks.hostile import replace as _replace
 from tests.servers import AppService
-from tests.service.helpers import config
 
 IID = "instance_org__repo-1"
 
@@ -108,13 +108,7 @@ def test_the_plan_api_answers_422_naming_the_row(
     dataset = tmp_path / "rows.jsonl"
     dataset.write_text(json.dumps(_row(instance_id="../../etc")) + "\n")
     options = {"dataset": str(dataset), "scripts": str(scripts)}
-    body = config(seed_id) | {"benchmark": {"name": "swebench-pro", "options": options}}
-    body["stages"] = [{"subset": "all"}]
-    with service.admin as admin:
-        answer = admin.post("/api/runs/plan", json=body)
-    assert answer.status_code == 422, answer.text
-    [problem] = answer.json()["detail"]
-    assert problem["loc"] == ["body", "benchmark", "options"]
-    assert problem["msg"] == (
+    message = plan_refusal(service, seed_id, "swebench-pro", options)
+    assert message == (
         "swebench-pro cannot load: instance_id '../../etc' is not a folder name under the scripts folder"
     )
