@@ -257,6 +257,10 @@ class HeldoutConfig(StrictModel):
     the whole lineage whose pooling is estimated from the run's own parent-child pairs
     (docs/configuration.md). Until agents have held-out results, the run names its best by the
     same reading (`service.queries.top_agents`).
+
+    `include_seed` makes the run's seed one of the `top_k` (in place of the last), first in the
+    race's order (a tie in a round lets the seed go on), so that a run on which no edit helped
+    can name the seed rather than the luckiest of its worse children.
     """
 
     tasks: list[Annotated[str, Field(min_length=1)]] | None = None
@@ -265,6 +269,7 @@ class HeldoutConfig(StrictModel):
     top_k: int = Field(default=3, ge=1, le=100)
     rounds: int = Field(default=1, ge=1, le=10)
     choose: Literal["score", "family", "tree"] = "score"
+    include_seed: bool = False
 
     @model_validator(mode="after")
     def _one_source(self) -> HeldoutConfig:

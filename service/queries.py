@@ -43,19 +43,25 @@ def usage_totals(session: Session, *where: ColumnElement[bool]) -> tuple[float, 
 def top_agents(session: Session, *, run_id: str, k: int) -> list[str]:
     """The run's admitted agents, best first: those scored on held-out tasks by how many they
     ran (an agent stopped early in a held-out race comes after those that went on), then by their
-    held-out Wilson lower bound (ties: selection score, then the earlier); then the rest, the
-    newest utility's first, the way the run reads selection results (`heldout.choose`): by
-    selection score, or by an estimate pooling their relatives' results (`by_estimate`)."""
+    held-out Wilson lower bound (ties: the seed if it was put in the race, then selection score,
+    then the earlier); then the rest, the newest utility's first, the way the run reads
+    selection results (`heldout.choose`): by selection score, or by an estimate pooling their
+    relatives' results (`by_estimate`)."""
     admitted = [
         RunAgent.run_id == run_id,
         RunAgent.status == MemberStatus.ADMITTED,
         RunAgent.score.is_not(None),
     ]
+    run = get_run(session, run_id=run_id)
+    plan = stored_plan(run)
+    # With the seed in the race (`heldout.include_seed`), a child must beat it, not tie with it.
+    seed_first = plan.heldout is not None and plan.heldout.include_seed
     heldout = sorted(
         session.scalars(select(RunAgent).where(*admitted, RunAgent.heldout_total > 0)).all(),
         key=lambda m: (
             -(m.heldout_total or 0),
             -(heldout_interval(m)[0] or 0.0),
+            not (seed_first and m.agent_id == run.seed_agent_id),
             -(m.score or 0.0),
             m.created_at,
             m.agent_id,
@@ -64,7 +70,7 @@ def top_agents(session: Session, *, run_id: str, k: int) -> list[str]:
     named = [m.agent_id for m in heldout][:k]
     wanted = max(0, k - len(named))
     rest_where = [*admitted, or_(RunAgent.heldout_total.is_(None), RunAgent.heldout_total == 0)]
-    choose = stored_plan(get_run(session, run_id=run_id)).choose
+    choose = plan.choose
     if choose != "score":
         rows = session.execute(select(RunAgent.agent_id, RunAgent.epoch).where(*rest_where))
         epoch = {agent_id: number for agent_id, number in rows}

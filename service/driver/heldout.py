@@ -165,6 +165,8 @@ def finished(session: Session, run: Run, plan: RunPlan) -> bool:
     started = events.first(session, run_id=run.id, kind=STARTED)
     if started is None:
         chosen = _top(session, run, heldout.top_k, choose=heldout.choose)
+        if heldout.include_seed:
+            chosen = with_seed(chosen, run.seed_agent_id, heldout.top_k)
         measured = _created(session, run, chosen)
         started_now = HeldoutStarted(agents=chosen, tasks=list(heldout.tasks), measured=measured)
         events.emit(session, started_now, run_id=run.id)
@@ -210,6 +212,12 @@ def _race(session: Session, run: Run, plan: RunPlan, chosen: list[str]) -> dict[
             going_on = set(ranked[: math.ceil(len(alive) / 2)])
             alive = [agent_id for agent_id in alive if agent_id in going_on]
     return counts
+
+
+def with_seed(chosen: list[str], seed: str, k: int) -> list[str]:
+    """`chosen` with the seed first (a round's ties keep this order, so the seed goes on from a
+    tie), the last of the others giving way if need be."""
+    return [seed, *[agent_id for agent_id in chosen if agent_id != seed]][:k]
 
 
 def _top(session: Session, run: Run, k: int, *, choose: str) -> list[str]:

@@ -43,6 +43,8 @@ class Preset:
     heldout_rounds: int = 1
     # How the held-out phase's top_k are chosen (contracts.config.HeldoutConfig.choose).
     heldout_choose: str = "score"
+    # The run's seed is always one of the held-out phase's top_k (HeldoutConfig.include_seed).
+    heldout_seed: bool = False
     # The share of the budget the run itself is given (its `budget.max_evaluations`; needs
     # `heldout`): it ends there and spends nothing more, so its final pick counts from then on.
     budget_share: float = 1.0
@@ -88,7 +90,8 @@ class Preset:
         if self.heldout is not None:
             chosen = {"score": "", "family": " by family", "tree": " by lineage"}[self.heldout_choose]
             text += f", held-out {self.heldout[0]} (top {self.heldout[1]}{chosen}"
-            text += f", halved in {self.heldout_rounds} rounds)" if self.heldout_rounds > 1 else ")"
+            text += f", halved in {self.heldout_rounds} rounds" if self.heldout_rounds > 1 else ""
+            text += ", the seed among them)" if self.heldout_seed else ")"
         if self.budget_share != 1.0:
             text += f", {self.budget_share:.0%} of the budget"
         return text
@@ -195,6 +198,15 @@ _FULL: tuple[Preset, ...] = (
         name="clade-above-seed-3",
         description="clade-tree-raced-3, parents only among agents the lineage puts at or above the seed",
         params={"above_seed": 1.0},
+    ),
+    # clade-above-seed-3 with the seed always in its held-out race: a run on which no edit helps
+    # names the seed rather than the luckiest of its worse children.
+    replace(
+        _with_stage(CLADE_TREE_RACED, 3, "three times the children"),
+        name="clade-above-seed-3+seed",
+        description="clade-above-seed-3, the seed always one of the 8 in its held-out race",
+        params={"above_seed": 1.0},
+        heldout_seed=True,
     ),
     Preset("hgm", "DGM stages, Thompson sampling on clade results (HGM's parent rule)", DGM_STAGES, "hgm"),
     Preset("hgm-lean", "HGM selection, a second stage of 20 tasks", LEAN_STAGES, "hgm"),

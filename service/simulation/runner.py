@@ -175,6 +175,7 @@ def run_config(preset: Preset, seed_agent: str, stages: list[list[str]], seed: i
             "top_k": preset.heldout[1],
             "rounds": preset.heldout_rounds,
             "choose": preset.heldout_choose,
+            "include_seed": preset.heldout_seed,
         }
         # Steps stop in time for the held-out phase and the steps in flight to fit the budget.
         limits["max_evaluations"] = max(1, own_budget(preset, budget) - preset.margin())

@@ -557,3 +557,37 @@ def test_the_bound_of_the_best_of_several_agents_holds_though_it_won_on_the_same
     assert simultaneous_z(1) == Z_95 and simultaneous_z(8) == pytest.approx(2.7344, abs=1e-4)
     with pytest.raises(ValueError, match="at least one agent"):
         simultaneous_z(0)
+
+
+@pytest.mark.parametrize("child_resolves", [2, 1])
+def test_a_seed_put_in_the_race_is_named_unless_a_child_resolves_more_held_out_tasks(
+    any_world: World, child_resolves: int
+) -> None:
+    world = any_world
+    run_id = world.start(
+        stages=[{"tasks": T[:1]}],
+        evaluation={"heldout": {"tasks": T[1:4], "top_k": 2, "include_seed": True}},
+    )
+    answer_all(world, set())  # the seed fails its stage task: it is last by selection score
+    children = []
+    for _ in range(2):
+        world.driver.tick()
+        improve, _ = world.outbox.take()
+        children.append(world.make_child(improve[0]))
+        answer_all(world, {T[0]})
+    world.driver.tick()
+    _, heldout = world.outbox.take()
+    # The top 2 by selection score are the children; the seed takes the second one's place.
+    assert sorted({job.agent_id for job in heldout}) == sorted([world.seed, children[0]])
+    for job in heldout:
+        wins = 1 if job.agent_id == world.seed else child_resolves
+        world.answer(job, resolved=T[1:4].index(job.task_id) < wins)
+    world.driver.tick()
+    assert world.run(run_id).status == "completed"
+    named = children[0] if child_resolves > 1 else world.seed  # a tie keeps the seed
+    with world.sessions() as session:
+        assert top_agents(session, run_id=run_id, k=1) == [named]
+        finished = session.scalars(
+            select(Event).where(Event.run_id == run_id, Event.kind == "heldout_finished")
+        ).one()
+        assert finished.payload["best_agent_id"] == named

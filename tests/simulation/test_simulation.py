@@ -84,6 +84,26 @@ def test_above_seed_reaches_the_driver_and_changes_which_parents_are_drawn() -> 
     assert plain.samples != above.samples
 
 
+def test_with_the_seed_in_its_race_a_run_where_no_edit_helps_names_the_seed_more_often() -> None:
+    # Half the edits harmful, the rest a small loss: no agent is better than the seed.
+    flat = LandscapeConfig(
+        name="flat", tasks=80, seed_score=0.05, harmful=0.5, large_gain=0.0, small_mean=-0.3, small_sd=0.1
+    )
+    preset = PRESETS["clade-above-seed-3+seed/2"]
+    assert preset.heldout_seed and preset.params == PRESETS["clade-above-seed-3/2"].params
+    seeds = range(6)
+    plain = [simulate(PRESETS["clade-above-seed-3/2"], flat, seed=s, budget=600).final for s in seeds]
+    guarded = [simulate(preset, flat, seed=s, budget=600).final for s in seeds]
+    assert all(sample.best == pytest.approx(flat.seed_score) for sample in plain + guarded)
+
+    def named_the_seed(samples: list[Sample]) -> int:
+        return sum(sample.picked == pytest.approx(flat.seed_score) for sample in samples)
+
+    # A child still wins the race when it resolves more held-out tasks by luck, but less often.
+    assert named_the_seed(guarded) >= 4
+    assert named_the_seed(guarded) > named_the_seed(plain)
+
+
 def test_the_seed_scores_what_the_landscape_says() -> None:
     landscape = Landscape(LandscapeConfig(seed_score=0.3), seed=0)
     assert abs(true_score(landscape.seed_logits()) - 0.3) < 1e-9
