@@ -11,7 +11,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -30,11 +30,49 @@ _GIT_ENV = {
 _IGNORED = shutil.ignore_patterns(
     ".git", "__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".benchmarks"
 )
+# What a benchmark folder may put into one task's repository: a sparse file of a terabyte costs
+# nothing to make and would be written out in full by the copy.
+MAX_REPO_FILE_BYTES = 256 * 1024 * 1024
+MAX_REPO_BYTES = 1024 * 1024 * 1024
+MAX_REPO_ENTRIES = 100_000
 _DIFF_PATH = re.compile(r"^(?:---|\+\+\+) (?:a|b)/(.+?)\t?$", re.MULTILINE)
 
 
 class GitError(RuntimeError):
     """A git command that must succeed failed."""
+
+
+class TooLargeToCopy(OSError):
+    """A folder that would become a task's repository holds too much to copy (`check_copy_size`):
+    `path` is the file (or the folder) at fault, `reason` says what is too much."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
+
+
+def check_copy_size(source: Path, ignore: Callable[[str, list[str]], Iterable[str]] | None = None) -> None:
+    """Raise TooLargeToCopy, naming the file or folder, if copying `source` (links as links, the
+    names `ignore` leaves out skipped, as `shutil.copytree` does) would exceed the MAX_REPO_*
+    limits. Sizes are what the files say they hold, so a sparse file counts at its full size."""
+    total = entries = 0
+    for folder, dirs, files in os.walk(source, followlinks=False):
+        left_out = set(ignore(folder, dirs + files)) if ignore is not None else set()
+        dirs[:] = [name for name in dirs if name not in left_out]
+        for name in [*dirs, *files]:
+            if name in left_out:
+                continue
+            entries += 1
+            if entries > MAX_REPO_ENTRIES:
+                raise TooLargeToCopy(source, f"holds more than {MAX_REPO_ENTRIES:,} files and folders")
+            path = Path(folder) / name
+            size = path.lstat().st_size
+            if size > MAX_REPO_FILE_BYTES:
+                most = f"a file of a task's repository may hold at most {MAX_REPO_FILE_BYTES:,}"
+                raise TooLargeToCopy(path, f"is {size:,} bytes; {most}")
+            total += size
+            if total > MAX_REPO_BYTES:
+                raise TooLargeToCopy(source, f"holds more than {MAX_REPO_BYTES:,} bytes (counted to {path})")
 
 
 class PatchResult(BaseModel):
@@ -69,6 +107,7 @@ def make_repo(source: Path, dest: Path, message: str) -> str:
     would put the host's file into the agent's repository."""
     if dest.exists() and any(dest.iterdir()):
         raise FileExistsError(f"{dest} is not empty")
+    check_copy_size(source, _IGNORED)
     shutil.copytree(
         source, dest, symlinks=True, ignore=_IGNORED, copy_function=shutil.copyfile, dirs_exist_ok=True
     )

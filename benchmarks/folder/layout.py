@@ -19,7 +19,7 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from benchmarks.base import DEFAULT_REPO_PATH, BenchmarkError, Task
-from benchmarks.gitops import GitError, make_repo
+from benchmarks.gitops import GitError, TooLargeToCopy, make_repo
 from benchmarks.userfiles import UserFileError, inside, name_problem, parse_json, read_text
 
 SUITE_FILE = "suite.json"
@@ -286,6 +286,8 @@ def _base_commit(repo_dir: Path, repo: str) -> str:
     with tempfile.TemporaryDirectory(prefix="clade-folder-") as tmp:
         try:
             return make_repo(repo_dir, Path(tmp) / "repo", base_message(repo))
+        except TooLargeToCopy as exc:
+            raise FolderLayoutError(exc.path, exc.reason) from exc
         except shutil.Error as exc:
             # copytree gathers (source, destination, why) for each file it could not copy.
             source, _, why = exc.args[0][0]

@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from benchmarks.base import BrokenTask
-from benchmarks.gitops import git_ok
+from benchmarks.gitops import TooLargeToCopy, check_copy_size, git_ok
 from benchmarks.polyglot.languages import NEVER_SOLUTION_FILES, SPECS, LanguageName
 from benchmarks.userfiles import UserFileError, inside, name_problem, read_text
 
@@ -223,6 +223,10 @@ def build_repo(exercise: Exercise, dest: Path) -> str:
 
     # shutil.copy keeps the executable bit (gradlew), which git records. Links are copied as
     # links: followed, one to /etc/passwd would put the host's file into the agent's repository.
+    try:
+        check_copy_size(exercise.path, ignore)
+    except TooLargeToCopy as exc:
+        raise BrokenTask(f"polyglot exercise {exercise.key}: {exc}") from exc
     try:
         shutil.copytree(
             exercise.path, dest, symlinks=True, ignore=ignore, copy_function=shutil.copy, dirs_exist_ok=True

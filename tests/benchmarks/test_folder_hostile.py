@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from benchmarks.folder import FolderBenchmark, FolderLayoutError
+from benchmarks.gitops import MAX_REPO_BYTES, MAX_REPO_FILE_BYTES
 from benchmarks.userfiles import MAX_TEXT_BYTES
 from cli.main import app
 from tests.benchmarks.hostile import link_to as _link_to
@@ -41,6 +42,11 @@ def _edit_json(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
     data = json.loads(path.read_text())
     change(data)
     path.write_text(json.dumps(data))
+
+
+def _sparse(path: Path, size: int) -> None:
+    with path.open("wb") as handle:  # no disk is written
+        handle.truncate(size)
 
 
 def _huge(path: Path) -> None:
@@ -166,6 +172,16 @@ HOSTILE: dict[str, tuple[Callable[[Path], None], str, str]] = {
         ),
         "suite.json",
         "subset 'odd' names unknown tasks: x-0, x-1, x-2, x-3, x-4, x-5, x-6, x-7, x-8, x-9 and 4990 more",
+    ),
+    "a sparse terabyte in the repository": (
+        lambda f: _sparse(f / ".repos/calc/big.bin", 2**40),
+        ".repos/calc/big.bin",
+        f"is 1,099,511,627,776 bytes; a file of a task's repository may hold at most {MAX_REPO_FILE_BYTES:,}",
+    ),
+    "a repository of more bytes than the cap in files under the file cap": (
+        lambda f: [_sparse(f / f".repos/calc/part-{i}.bin", MAX_REPO_FILE_BYTES) for i in range(5)],
+        ".repos/calc",
+        f"holds more than {MAX_REPO_BYTES:,} bytes",
     ),
     "a FIFO in the repository": (
         lambda f: os.mkfifo(f / ".repos/calc/pipe"),

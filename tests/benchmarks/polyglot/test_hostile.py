@@ -38,6 +38,11 @@ def _exercise(root: Path) -> Path:
     )
 
 
+def _touch(path: Path) -> Path:
+    path.touch()
+    return path
+
+
 def _move_out(folder: Path) -> None:
     elsewhere = folder.parents[4] / "elsewhere"
     folder.symlink_to(shutil.move(folder, elsewhere))
@@ -80,6 +85,10 @@ HOSTILE: dict[str, tuple[Callable[[Path], None], str]] = {
     "a FIFO among the exercise's files": (
         lambda e: os.mkfifo(e / "pipe"),
         "python/echo: " + "{exercise}/pipe cannot be copied: ",
+    ),
+    "a sparse terabyte among the exercise's files": (
+        lambda e: os.truncate(_touch(e / "big.bin"), 2**40),
+        "python/echo: {exercise}/big.bin: is 1,099,511,627,776 bytes; a file of a task's repository may hold",
     ),
     "the exercise folder links out of the root": (_move_out, "{exercise}: is a symbolic link to "),
     "a line break in the exercise's name": (
