@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from cli.client import UsageError, api_path
 from cli.context import CliContext
-from cli.output import fmt_heldout, fmt_interval, fmt_usd, reported_errors, short, warn
+from cli.output import fmt_heldout, fmt_interval, fmt_usd, reported_errors, short, visible, warn
 from cli.transfer import transfer
 
 app = typer.Typer(no_args_is_help=True)
@@ -46,7 +48,7 @@ def show(ctx: typer.Context, agent_id: str) -> None:
             fmt_heldout(run),
             stages,
             fmt_usd(run["usd"]),
-            (run["reason"] or "")[:60],
+            escape((run["reason"] or "")[:60]),
         )
     cli.console.print(table)
 
@@ -56,8 +58,13 @@ def diff(ctx: typer.Context, agent_id: str) -> None:
     """The agent's change against its parent."""
     cli: CliContext = ctx.obj
     with reported_errors():
-        text = cli.client().download(api_path("/api/agents/{agent_id}/diff", agent_id=agent_id)).decode()
-    print(text, end="")
+        patch = cli.client().download(api_path("/api/agents/{agent_id}/diff", agent_id=agent_id))
+    if sys.stdout.isatty():  # the agent's escapes are shown, not obeyed
+        print(visible(patch.decode(errors="replace")), end="")
+    else:  # byte for byte into a file or a pipe (`git apply`)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(patch)
+        sys.stdout.buffer.flush()
 
 
 @app.command("export")

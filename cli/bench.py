@@ -64,7 +64,8 @@ def list_benchmarks(
     table = Table("benchmark", "tasks", "subsets", "note")
     for bench in benchmarks:
         subsets = ", ".join(f"{name} ({count})" for name, count in bench["subsets"].items())
-        table.add_row(bench["name"], str(bench["tasks"] or "-"), subsets, (bench["note"] or "")[:80])
+        note = escape((bench["note"] or "")[:80])
+        table.add_row(escape(bench["name"]), str(bench["tasks"] or "-"), escape(subsets), note)
     cli.console.print(table)
 
 
@@ -183,7 +184,9 @@ def report_check(
         )
         for r in results:
             note = "; ".join(r.problems + r.warnings)
-            table.add_row(r.instance_id, _mark(r.gold_resolves), _mark(not r.empty_resolves), note[:80])
+            table.add_row(
+                escape(r.instance_id), _mark(r.gold_resolves), _mark(not r.empty_resolves), escape(note[:80])
+            )
         cli.console.print(table)
     summary = err_console if cli.as_json else cli.console
     if quarantine:

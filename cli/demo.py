@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from cli.client import ApiClient, api_path
@@ -178,7 +179,7 @@ def summarize(client: ApiClient, console: Console, run_id: str) -> str | None:
             node["status"],
             fmt_counts(node.get("resolved"), node.get("attempted")),
             str(node["children"]),
-            (node["reason"] or "")[:70],
+            escape((node["reason"] or "")[:70]),
         )
     console.print(table)
     progress = run["progress"]

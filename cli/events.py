@@ -27,12 +27,12 @@ def describe_event(event: Mapping[str, Any]) -> str:
     try:
         typed = _EVENT.validate_python(event)
     except ValidationError:
-        return f"{stamp} {event.get('kind')} {json.dumps(event.get('payload'))}"
+        return f"{stamp} {escape(str(event.get('kind')))} {escape(json.dumps(event.get('payload')))}"
     return f"{stamp} {RENDERERS[type(typed)](typed)}"
 
 
 def _as_json(event: ev.Envelope) -> str:
-    return f"{event.kind} {json.dumps(event.payload.model_dump(mode='json'))}"
+    return escape(f"{event.kind} {json.dumps(event.payload.model_dump(mode='json'))}")
 
 
 def _child_created(event: ev.ChildCreatedEvent) -> str:
@@ -56,7 +56,7 @@ def _stage_stopped(event: ev.StageStoppedEvent) -> str:
     p = event.payload
     verdict = "passed" if p.passed else "failed"
     return (
-        f"agent {short(p.agent_id)} stage {p.stage + 1} {verdict}: {p.reason} after {p.tasks} of "
+        f"agent {short(p.agent_id)} stage {p.stage + 1} {verdict}: {escape(p.reason)} after {p.tasks} of "
         f"{p.stage_tasks} tasks ({p.resolved}/{p.evaluations} resolved)"
     )
 
@@ -65,7 +65,7 @@ def _agent_verdict(event: ev.AgentAdmittedEvent | ev.AgentRejectedEvent) -> str:
     p = event.payload
     verdict = "admitted" if isinstance(event, ev.AgentAdmittedEvent) else "rejected"
     extra = f" score {fmt_score(p.score)}" if p.score is not None else ""
-    reason = f" ({p.reason})" if p.reason else ""
+    reason = f" ({escape(p.reason)})" if p.reason else ""
     return f"agent {short(p.agent_id)} {verdict}{extra}{reason}"
 
 
@@ -116,12 +116,12 @@ def _driver_error(event: ev.DriverErrorEvent) -> str:
 
 def _policy_record(event: ev.PolicyRecordEvent) -> str:
     # Under the policy's own kind, as a kind without a line of its own is shown.
-    return f"{event.payload.name} {json.dumps(event.payload.data)}"
+    return escape(f"{event.payload.name} {json.dumps(event.payload.data)}")
 
 
 def _unreadable(event: ev.UnreadableEvent) -> str:
     # As stored: what an older `clade` showed for any event it had no line for.
-    return f"{event.payload.stored_kind} {json.dumps(event.payload.stored_payload)}"
+    return escape(f"{event.payload.stored_kind} {json.dumps(event.payload.stored_payload)}")
 
 
 # Every model of the union: a kind added there and not here fails the renderer test.

@@ -160,15 +160,13 @@ def demo(
     ] = None,
 ) -> None:
     """`clade up`, plus a small evolution run on clade-mini with progress and a final summary."""
-    from rich.console import Console
-
     from cli.client import ApiClient, CliError
     from cli.demo import next_steps, run_demo
-    from cli.output import reported_errors
+    from cli.output import SafeConsole, reported_errors
     from cli.stack import local_stack
 
     settings = get_settings()
-    console = Console()
+    console = SafeConsole()
     with reported_errors():
         chosen = demo_model(settings, model, price, console)
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # as in `up`: stop the stack, leave nothing

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from cli import agents, bench, doctor, local, maintenance, runs, seeds, sim, worker_tokens
 from cli.context import CliContext, resolve_token
+from cli.output import SafeConsole
 from contracts.settings import Settings
 
 app = typer.Typer(
@@ -46,7 +46,7 @@ def main(
         url=url or settings.service_url,
         token=resolved,
         as_json=as_json,
-        console=Console(),
+        console=SafeConsole(),
         url_option="--url" if url else "CLADE_SERVICE_URL",
         token_option=token_option,
     )

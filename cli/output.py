@@ -2,18 +2,40 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.text import Text
 
 from cli.client import CliError
 from contracts.intervals import wilson
 
-err_console = Console(stderr=True)
+# Control characters but line breaks and tabs (C0, DEL, C1), and the bidirectional overrides that
+# reorder what is shown ("Trojan Source").
+_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """`text` with each control character shown as an escape (ESC as `\\x1b`). What the CLI prints
+    holds what agents wrote (a rejection's reason, a diff, a name): a terminal escape in it must
+    not clear the user's screen, retitle the window or write to the clipboard."""
+    return _HIDDEN.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+
+
+class SafeConsole(Console):
+    """A Rich console that shows control characters in the text it is given as escapes (`visible`);
+    its own styling still reaches the terminal."""
+
+    def render_str(self, text: str, **options: Any) -> Text:
+        return super().render_str(visible(text), **options)
+
+
+err_console = SafeConsole(stderr=True)
 
 
 @contextmanager
@@ -24,14 +46,16 @@ def reported_errors() -> Iterator[None]:
     try:
         yield
     except CliError as exc:
-        err_console.print(Text.assemble(("error:", "red"), " ", str(exc)), highlight=False, soft_wrap=True)
+        message = visible(str(exc))
+        err_console.print(Text.assemble(("error:", "red"), " ", message), highlight=False, soft_wrap=True)
         raise typer.Exit(exc.exit_code) from exc
 
 
 def warn(message: str) -> None:
     """One yellow `warning:` line on stderr, for a command that did what it was asked but the
     result is likely not what was meant (an empty export)."""
-    err_console.print(Text.assemble(("warning:", "yellow"), " ", message), highlight=False, soft_wrap=True)
+    shown = visible(message)
+    err_console.print(Text.assemble(("warning:", "yellow"), " ", shown), highlight=False, soft_wrap=True)
 
 
 def fmt_score(score: float | None) -> str:
@@ -87,7 +111,7 @@ def run_row(run: dict[str, Any]) -> list[str]:
     progress, budget = run["progress"], run["budget"]
     return [
         run["id"][:12],
-        run["name"],
+        escape(run["name"]),
         run["status"],
         f"{progress['children']}/{budget['max_children']}",
         fmt_usd(progress["usd"]),

@@ -215,7 +215,7 @@ def print_agents(cli: CliContext, agents: list[dict[str, Any]], title: str) -> N
             fmt_heldout(agent),
             str(agent["children"]),
             "-" if agent["step"] is None else str(agent["step"]),
-            (agent["reason"] or "")[:60],
+            escape((agent["reason"] or "")[:60]),
         )
     cli.console.print(table)
 

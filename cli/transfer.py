@@ -11,6 +11,7 @@ import time
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from cli.client import ApiClient, CliError, api_path
@@ -65,7 +66,7 @@ def transfer_table(rows: list[dict[str, Any]], *, title: str) -> Table:
     for row in rows:
         name = " > ".join([row["model"], *row["fallbacks"]])
         table.add_row(
-            name,
+            escape(name),
             f"{row['resolved']}/{row['total']}",
             fmt_interval(row["rate"], row["low"], row["high"]),
             fmt_usd(row["usd"]),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from cli.client import api_path
@@ -42,7 +43,9 @@ def list_tokens(ctx: typer.Context) -> None:
         return
     table = Table("id", "name", "created", "revoked")
     for token in tokens:
-        table.add_row(token["id"], token["name"], str(token["created_at"]), str(token["revoked_at"] or ""))
+        table.add_row(
+            token["id"], escape(token["name"]), str(token["created_at"]), str(token["revoked_at"] or "")
+        )
     cli.console.print(table)
 
 
