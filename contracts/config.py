@@ -279,6 +279,10 @@ class HeldoutConfig(StrictModel):
             raise ValueError("'tasks' must not be empty")
         if self.tasks is not None and len(self.tasks) < self.rounds:
             raise ValueError(f"'rounds' ({self.rounds}) needs at least as many tasks ({len(self.tasks)})")
+        if self.include_seed and self.top_k < 2:
+            raise ValueError(
+                "'include_seed' needs 'top_k' of at least 2: with 1 the seed alone is scored and always named"
+            )
         return self
 
 

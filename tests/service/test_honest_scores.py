@@ -415,6 +415,16 @@ def test_a_race_needs_a_task_for_each_round() -> None:
         )
 
 
+def test_a_seed_in_the_race_needs_someone_to_race_against() -> None:
+    with pytest.raises(ValueError, match="'include_seed' needs 'top_k' of at least 2"):
+        RunConfig.model_validate(
+            {
+                "seed_agent": "a" * 40,
+                "evaluation": {"heldout": {"tasks": ["t1"], "top_k": 1, "include_seed": True}},
+            }
+        )
+
+
 @pytest.mark.parametrize(
     ("top_k", "tasks", "rounds", "agents", "cost"),
     [
