@@ -20,6 +20,12 @@ def replace(path: Path, make: Callable[[Path], object]) -> None:
     make(path)
 
 
+def sparse(path: Path, size: int) -> None:
+    """A file of `size` bytes that takes no disk (a sparse file, as `truncate -s` makes)."""
+    with path.open("wb") as handle:
+        handle.truncate(size)
+
+
 def link_to(target: str) -> Callable[[Path], None]:
     return lambda path: path.symlink_to(target)
 

@@ -23,6 +23,7 @@ from benchmarks.userfiles import MAX_TEXT_BYTES
 from cli.main import app
 from tests.benchmarks.hostile import link_to as _link_to
 from tests.benchmarks.hostile import replace as _replace
+from tests.benchmarks.hostile import sparse
 from tests.benchmarks.test_folder_benchmark import FIXTURE
 from tests.servers import AppService, free_port
 from tests.service.helpers import config
@@ -44,14 +45,8 @@ def _edit_json(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
     path.write_text(json.dumps(data))
 
 
-def _sparse(path: Path, size: int) -> None:
-    with path.open("wb") as handle:  # no disk is written
-        handle.truncate(size)
-
-
 def _huge(path: Path) -> None:
-    with path.open("wb") as handle:  # sparse: no disk is written
-        handle.truncate(MAX_TEXT_BYTES + 1)
+    sparse(path, MAX_TEXT_BYTES + 1)
 
 
 HOSTILE: dict[str, tuple[Callable[[Path], None], str, str]] = {
@@ -174,12 +169,12 @@ HOSTILE: dict[str, tuple[Callable[[Path], None], str, str]] = {
         "subset 'odd' names unknown tasks: x-0, x-1, x-2, x-3, x-4, x-5, x-6, x-7, x-8, x-9 and 4990 more",
     ),
     "a sparse terabyte in the repository": (
-        lambda f: _sparse(f / ".repos/calc/big.bin", 2**40),
+        lambda f: sparse(f / ".repos/calc/big.bin", 2**40),
         ".repos/calc/big.bin",
         f"is 1,099,511,627,776 bytes; a file of a task's repository may hold at most {MAX_REPO_FILE_BYTES:,}",
     ),
     "a repository of more bytes than the cap in files under the file cap": (
-        lambda f: [_sparse(f / f".repos/calc/part-{i}.bin", MAX_REPO_FILE_BYTES) for i in range(5)],
+        lambda f: [sparse(f / f".repos/calc/part-{i}.bin", MAX_REPO_FILE_BYTES) for i in range(5)],
         ".repos/calc",
         f"holds more than {MAX_REPO_BYTES:,} bytes",
     ),

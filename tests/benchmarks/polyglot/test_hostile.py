@@ -14,7 +14,7 @@ import pytest
 from benchmarks import BrokenTask
 from benchmarks.polyglot import Polyglot
 from tests.benchmarks.hostile import link_to as _link_to
-from tests.benchmarks.hostile import plan_refusal
+from tests.benchmarks.hostile import plan_refusal, sparse
 from tests.benchmarks.hostile import replace as _replace
 from tests.servers import AppService
 
@@ -36,11 +36,6 @@ def _exercise(root: Path) -> Path:
         test=["echo_test.py"],
         example=[".meta/example.py"],
     )
-
-
-def _touch(path: Path) -> Path:
-    path.touch()
-    return path
 
 
 def _move_out(folder: Path) -> None:
@@ -87,7 +82,7 @@ HOSTILE: dict[str, tuple[Callable[[Path], None], str]] = {
         "python/echo: " + "{exercise}/pipe cannot be copied: ",
     ),
     "a sparse terabyte among the exercise's files": (
-        lambda e: os.truncate(_touch(e / "big.bin"), 2**40),
+        lambda e: sparse(e / "big.bin", 2**40),
         "python/echo: {exercise}/big.bin: is 1,099,511,627,776 bytes; a file of a task's repository may hold",
     ),
     "the exercise folder links out of the root": (_move_out, "{exercise}: is a symbolic link to "),
