@@ -244,7 +244,7 @@ def run(
     agent: Annotated[str, typer.Option(help="Agent id to score")],
     option: OptionPairs = None,
     options: OptionsFile = None,
-    subset: Annotated[str | None, typer.Option(help="Named subset [default: all tasks]")] = None,
+    subset: Annotated[str | None, typer.Option(help="Named subset (default: all tasks)")] = None,
     model: Annotated[str, typer.Option(help="Model the agent solves with")] = "scripted",
 ) -> None:
     """Score one agent on a benchmark outside any evolution (an evaluation-only run)."""

@@ -41,8 +41,8 @@ def db_upgrade() -> None:
 
 
 def serve(
-    host: Annotated[str | None, typer.Option(help="Bind address [default: from CLADE_SERVICE_URL]")] = None,
-    port: Annotated[int | None, typer.Option(help="Port [default: from CLADE_SERVICE_URL]")] = None,
+    host: Annotated[str | None, typer.Option(help="Bind address (default: from CLADE_SERVICE_URL)")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default: from CLADE_SERVICE_URL)")] = None,
     fd: Annotated[
         int | None,
         # For a parent that bound the port itself (a test on a busy machine): no other process can
@@ -91,7 +91,7 @@ def worker(
         str | None,
         typer.Option(
             help="Worker name, unique among live workers (its sandboxes' owner label)"
-            " [default: CLADE_WORKER_NAME, else host name, pid and a random suffix]"
+            " (default: CLADE_WORKER_NAME, else host name, pid and a random suffix)"
         ),
     ] = None,
 ) -> None:
@@ -154,8 +154,8 @@ def demo(
         str | None,
         typer.Option(
             metavar="PROMPT_PER_MTOK:COMPLETION_PER_MTOK",
-            help="USD per million prompt:completion tokens declared for --model [default: the price"
-            " table's, else 0:0, as for a local server]",
+            help="USD per million prompt:completion tokens declared for --model (default: the price"
+            " table's, else 0:0, as for a local server)",
         ),
     ] = None,
 ) -> None:

@@ -32,11 +32,11 @@ app.command("sim")(sim.sim)
 def main(
     ctx: typer.Context,
     url: Annotated[
-        str | None, typer.Option(help="Service URL [env: CLADE_SERVICE_URL]", show_default=False)
+        str | None, typer.Option(help="Service URL (env CLADE_SERVICE_URL)", show_default=False)
     ] = None,
     token: Annotated[
         str | None,
-        typer.Option(help="Admin token [env: CLADE_ADMIN_TOKEN; default: the local data dir's]"),
+        typer.Option(help="Admin token (env CLADE_ADMIN_TOKEN; default: the local data dir's)"),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:

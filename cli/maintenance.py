@@ -18,13 +18,11 @@ from cli.output import reported_errors
 from contracts.settings import Settings
 
 DataDirOption = Annotated[
-    Path | None, typer.Option("--data-dir", help="Data dir [env: CLADE_DATA_DIR]", show_default=False)
+    Path | None, typer.Option("--data-dir", help="Data dir (env CLADE_DATA_DIR)", show_default=False)
 ]
 DatabaseOption = Annotated[
     str | None,
-    typer.Option(
-        "--database-url", help="Database [env: CLADE_DATABASE_URL; default: SQLite in the data dir]"
-    ),
+    typer.Option("--database-url", help="Database (env CLADE_DATABASE_URL; default: SQLite in the data dir)"),
 ]
 
 

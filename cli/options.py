@@ -29,8 +29,8 @@ OptionPairs = Annotated[
         "--option",
         "-o",
         metavar="KEY=VALUE",
-        help="A benchmark option (repeatable). VALUE is read as YAML: 3, true, [a, b]. "
-        "A dotted KEY sets a nested value: subsets.small=[a, b].",
+        help="A benchmark option (repeatable). VALUE is read as YAML: 3, true, \\[a, b]. "
+        "A dotted KEY sets a nested value: subsets.small=\\[a, b].",
         show_default=False,
     ),
 ]

@@ -34,7 +34,7 @@ def sim(
     ctx: typer.Context,
     seeds: Annotated[
         int | None,
-        typer.Option(min=1, max=MAX_SEEDS, help="Seeds per preset and landscape [default: 2; --full: 40]."),
+        typer.Option(min=1, max=MAX_SEEDS, help="Seeds per preset and landscape (default 2; --full: 40)."),
     ] = None,
     first_seed: Annotated[
         int,
@@ -51,14 +51,14 @@ def sim(
     landscape: Annotated[
         list[str] | None,
         typer.Option(
-            help="A built-in landscape, a YAML landscape file, or 'all' (repeatable) [default: all six]"
+            help="A built-in landscape, a YAML landscape file, or 'all' (repeatable; default: all six)"
         ),
     ] = None,
     preset: Annotated[
         list[str] | None,
         typer.Option(
             help="A preset (repeatable), 'main' (the comparison's presets and their /2 twins) or 'all' "
-            f"[default: {', '.join(QUICK_PRESETS)}; --full: main]"
+            f"(default: {', '.join(QUICK_PRESETS)}; with --full: main)"
         ),
     ] = None,
     full: Annotated[
@@ -66,7 +66,7 @@ def sim(
     ] = False,
     out: Annotated[
         Path | None,
-        typer.Option(help="A new (or empty) folder for the results [default: ./clade-sim-<UTC time>]"),
+        typer.Option(help="A new (or empty) folder for the results (default: ./clade-sim-<UTC time>)"),
     ] = None,
     jobs: Annotated[
         int,

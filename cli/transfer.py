@@ -32,7 +32,7 @@ def transfer(
     benchmark: Annotated[str, typer.Option(help="A registered benchmark")] = "clade-mini",
     option: OptionPairs = None,
     options: OptionsFile = None,
-    subset: Annotated[str | None, typer.Option(help="Named subset [default: all tasks]")] = None,
+    subset: Annotated[str | None, typer.Option(help="Named subset (default: all tasks)")] = None,
     task: Annotated[list[str] | None, typer.Option("--task", help="One task id (repeatable)")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the runs")] = 24 * 3600,
 ) -> None:
