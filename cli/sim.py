@@ -26,6 +26,28 @@ FULL_SEEDS = 40
 JOBS_PER_CORE = 4
 
 
+# A sitting may keep at most this share of the machine's memory for its agents (the rest is
+# for the runs' databases, the other processes and the page cache).
+MEMORY_SHARE = 0.5
+CGROUP_MEMORY_MAX = Path("/sys/fs/cgroup/memory.max")
+
+
+def _machine_memory() -> int | None:
+    """Bytes of memory this process may use: the machine's, or its container's limit if lower
+    (None where neither can be read)."""
+    try:
+        physical: int | None = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        physical = None
+    try:
+        limit = CGROUP_MEMORY_MAX.read_text().strip()
+    except OSError:
+        limit = "max"
+    if limit.isdigit():
+        return min(int(limit), physical) if physical is not None else int(limit)
+    return physical
+
+
 def _default_out() -> Path:
     return Path(f"clade-sim-{datetime.now(UTC):%Y%m%d-%H%M%S}")
 
@@ -89,7 +111,7 @@ def sim(
     from service.simulation.landscape import LANDSCAPES, Landscape, LandscapeConfig
     from service.simulation.landscape_file import LandscapeFileError, resolve_landscape
     from service.simulation.presets import BASELINE, PRESETS, get_preset, main_presets
-    from service.simulation.runner import no_room_to_search
+    from service.simulation.runner import memory_bound, no_room_to_search
     from service.simulation.sittings import SittingFileError, join_sittings, read_sitting
 
     if load:
@@ -158,6 +180,19 @@ def sim(
     count = seeds if seeds is not None else FULL_SEEDS if full else 2
     seed_range = range(first_seed, first_seed + count)
     work = [Job(p.name, land, seed, budget) for land in landscapes for p in runnable for seed in seed_range]
+    memory = _machine_memory()
+    if not load and memory is not None:
+        side_by_side = min(jobs, len(work))
+        for land in landscapes:
+            need = side_by_side * max((memory_bound(p, land, budget) for p in runnable), default=0)
+            if need > memory * MEMORY_SHARE:
+                raise typer.BadParameter(
+                    f"landscape {land.name!r}: {land.tasks:,} tasks at --budget {budget:,} may keep "
+                    f"{need / 2**30:.1f} GiB of agents in {side_by_side} processes, more than "
+                    f"{MEMORY_SHARE:.0%} of this machine's {memory / 2**30:.1f} GiB; give fewer tasks, a "
+                    "smaller --budget or fewer --jobs",
+                    param_hint="--landscape",
+                )
 
     started = time.perf_counter()
 

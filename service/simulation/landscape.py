@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -274,7 +275,7 @@ class Landscape:
             tokens = min(round(usd / c.usd_per_mtok * 1e6), MAX_TASK_TOKENS)
             self.cost.append(TaskCost(usd, tokens, min(c.seconds * scale, MAX_TASK_SECONDS)))
 
-    def chance(self, logits: list[float], task: int) -> float:
+    def chance(self, logits: Sequence[float], task: int) -> float:
         """The chance that an agent with `logits` resolves `task` in one trial."""
         kind = self.kind[task]
         if kind is TaskKind.FLAKY:
@@ -283,7 +284,7 @@ class Landscape:
             return 0.0
         return sigmoid(logits[task])
 
-    def score(self, logits: list[float]) -> float:
+    def score(self, logits: Sequence[float]) -> float:
         """The true score: the mean chance over the pool."""
         if all(k is TaskKind.LEARNABLE for k in self.kind):
             return true_score(logits)
@@ -340,8 +341,8 @@ class Landscape:
             return Draw(kind, shift * c.cluster_gain, rng.randrange(c.clusters))
         return Draw(kind, shift)
 
-    def mutate(self, logits: list[float], draw: Draw, rng: random.Random) -> list[float]:
-        """The child's logits after `draw` (the parent's list itself for a no-op)."""
+    def mutate(self, logits: Sequence[float], draw: Draw, rng: random.Random) -> Sequence[float]:
+        """The child's logits after `draw` (the parent's own for a no-op)."""
         if draw.kind in (Mutation.NOOP, Mutation.INVALID):
             return logits
         jitter = self.config.jitter_sd
@@ -351,6 +352,6 @@ class Landscape:
         ]
 
 
-def true_score(logits: list[float]) -> float:
+def true_score(logits: Sequence[float]) -> float:
     """The mean chance of resolving a task of the pool: what a run tries to raise, never sees."""
     return math.fsum(sigmoid(x) for x in logits) / len(logits)

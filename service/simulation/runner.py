@@ -48,6 +48,7 @@ MAX_IDLE_TICKS = 50  # ticks in a row with no job and no change: the run is stuc
 # after this many steps per evaluation of its budget, short of it; on the built-in landscapes no
 # preset takes more than 0.4.
 MAX_STEPS_PER_EVALUATION = 2
+BYTES_PER_TASK = 8  # an agent's chances are packed doubles (worker.AgentTruth)
 # Job time limits are checked as a service with the default settings checks them.
 VISIBILITY_TIMEOUT_S: int = Settings.model_fields["broker_visibility_timeout_s"].default
 
@@ -147,6 +148,16 @@ def own_budget(preset: Preset, budget: int) -> int:
     return round(budget * preset.budget_share)
 
 
+def max_children(preset: Preset, budget: int) -> int:
+    """The most children a run of `preset` may make at `budget` (its `max_children` limit)."""
+    return MAX_STEPS_PER_EVALUATION * max(1, own_budget(preset, budget))
+
+
+def memory_bound(preset: Preset, land: LandscapeConfig, budget: int) -> int:
+    """Bytes a run may keep for its agents' hidden chances at most: one double per task a child."""
+    return (max_children(preset, budget) + 1) * land.tasks * BYTES_PER_TASK
+
+
 def no_room_to_search(preset: Preset, budget: int) -> str | None:
     """Why `preset` would make no child at `budget` (its held-out phase and the steps in flight
     take its whole share), or None when it has room for at least one child's first stage."""
@@ -167,7 +178,7 @@ def no_room_to_search(preset: Preset, budget: int) -> str | None:
 
 def run_config(preset: Preset, seed_agent: str, stages: list[list[str]], seed: int, budget: int) -> RunConfig:
     """The preset as a run configuration; `stages` ends with the held-out tasks if it has some."""
-    limits: dict[str, Any] = {"max_children": MAX_STEPS_PER_EVALUATION * max(1, own_budget(preset, budget))}
+    limits: dict[str, Any] = {"max_children": max_children(preset, budget)}
     evaluation: dict[str, Any] = dict(preset.evaluation)
     if preset.heldout is not None:
         evaluation["heldout"] = {

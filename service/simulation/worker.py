@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import math
 import random
+from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -39,7 +40,8 @@ def synthetic_sha(*parts: object) -> str:
 
 @dataclass
 class AgentTruth:
-    logits: list[float]
+    # Packed doubles, 8 bytes a task instead of a list's 32: a run keeps one vector per child.
+    logits: array[float]
     score: float  # the true score: mean chance over the pool
     unlocked: bool = False  # descends from a stepping stone (large gains come more often)
 
@@ -76,7 +78,7 @@ class SimulatedWorker:
         """The seed agent's row (as a seed import would write it, without git); its id."""
         logits = self.landscape.seed_logits()
         agent_id = synthetic_sha("seed", self.landscape.config.name, self.seed)
-        self.truth[agent_id] = AgentTruth(logits, self.landscape.score(logits))
+        self.truth[agent_id] = AgentTruth(array("d", logits), self.landscape.score(logits))
         self.seed_id = agent_id
         session.add(
             Agent(
@@ -109,7 +111,7 @@ class SimulatedWorker:
         else:
             logits = self.landscape.mutate(parent.logits, draw, rng)
             unlocked = parent.unlocked or draw.kind is Mutation.STEPPING
-            truth = AgentTruth(logits, self.landscape.score(logits), unlocked)
+            truth = AgentTruth(array("d", logits), self.landscape.score(logits), unlocked)
             tree_id = synthetic_sha("tree", child_id)
         self.truth[child_id] = truth
         record_child(

@@ -178,13 +178,13 @@ def test_a_half_budget_preset_ends_at_half_and_shares_its_seed_with_its_twin() -
     assert half.samples[: len(early)] == early
 
 
-def _refused_before_anything_runs(tmp_path: Path, name: str, text: str) -> str:
+def _refused_before_anything_runs(tmp_path: Path, name: str, text: str, *extra: str) -> str:
     """What `clade sim` says refusing the landscape file `name` holding `text` (exit code 2,
     its --out folder never made)."""
     path = tmp_path / name
     path.write_text(text)
     out = tmp_path / "never"
-    args = ["sim", "--landscape", str(path), "--preset", "dgm", "--seeds", "1", "--out", str(out)]
+    args = ["sim", "--landscape", str(path), "--preset", "dgm", "--seeds", "1", "--out", str(out), *extra]
     refused = CliRunner().invoke(app, args, env={"COLUMNS": "1000"})
     assert refused.exit_code == 2
     assert not out.exists()
@@ -194,6 +194,17 @@ def _refused_before_anything_runs(tmp_path: Path, name: str, text: str) -> str:
 def test_a_landscape_too_small_for_a_preset_is_refused_before_anything_runs(tmp_path: Path) -> None:
     said = _refused_before_anything_runs(tmp_path, "tiny.yaml", "tasks: 40\n")
     assert "landscape 'tiny' has 40 tasks, too few for dgm (needs 60)" in said
+
+
+def test_a_landscape_whose_agents_would_not_fit_in_memory_is_refused_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    # 20,000 tasks a child and up to 200,000 children a run, two runs side by side: about 60 GiB.
+    said = _refused_before_anything_runs(
+        tmp_path, "vast.yaml", "tasks: 20000\n", "--budget", "100000", "--jobs", "2"
+    )
+    assert "landscape 'vast': 20,000 tasks at --budget 100,000 may keep" in said
+    assert "give fewer tasks, a smaller --budget or fewer --jobs" in said
 
 
 def test_a_landscape_path_that_is_not_a_regular_file_is_refused_unread(tmp_path: Path) -> None:
