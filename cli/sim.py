@@ -107,7 +107,7 @@ def sim(
     The baseline (the Darwin Gödel Machine's default, `dgm`) always runs: every preset is
     compared with it at the full budget, paired by seed.
     """
-    from service.simulation.batch import Job, SimRunError, run_all
+    from service.simulation.batch import INTERRUPTED_EXIT, Job, SimRunError, run_all
     from service.simulation.landscape import LANDSCAPES, Landscape, LandscapeConfig
     from service.simulation.landscape_file import LandscapeFileError, resolve_landscape
     from service.simulation.presets import BASELINE, PRESETS, get_preset, main_presets
@@ -218,13 +218,24 @@ def sim(
     else:
         command = "clade " + " ".join(shlex.quote(a) for a in sys.argv[1:])
         sitting = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+        made = not folder.exists()
         _make_folder(folder)  # now: a folder that cannot be made is refused before hours of runs
-        err_console.print(f"{len(work)} runs into {folder}/ ({jobs} processes)", highlight=False)
         try:
+            err_console.print(f"{len(work)} runs into {folder}/ ({_processes(jobs)})", highlight=False)
             results = run_all(work, processes=jobs, progress=progress)
         except SimRunError as exc:
             err_console.print(f"[red]error: {exc}[/red]", highlight=False)
             raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            # Results are written only when every run has ended: nothing is half written.
+            removed = made and not any(folder.iterdir())
+            if removed:
+                folder.rmdir()
+            where = "removed" if removed else "left as it was"
+            err_console.print(
+                f"[yellow]interrupted: no results written ({folder} {where})[/yellow]", highlight=False
+            )
+            raise typer.Exit(INTERRUPTED_EXIT) from None
         wall = time.perf_counter() - started
         for r in results:
             if r.done_in_database != r.evaluations:
@@ -243,6 +254,10 @@ def sim(
         skipped=skipped,
         save=load is None,
     )
+
+
+def _processes(count: int) -> str:
+    return f"{count} process" if count == 1 else f"{count} processes"
 
 
 def _make_folder(folder: Path) -> None:
@@ -275,7 +290,7 @@ def _write(
     busy = sum(r.seconds for r in results) or 1e-9
     rate = (
         f"{len(results):,} runs, {steps:,} steps and {evaluations:,} evaluations in {wall:,.0f} s with "
-        f"{jobs} processes: {steps / max(wall, 1e-9) * 60:,.0f} steps/minute "
+        f"{_processes(jobs)}: {steps / max(wall, 1e-9) * 60:,.0f} steps/minute "
         f"({steps / busy * 60:,.0f} per process)"
     )
     if save:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -21,6 +23,17 @@ class Job:
 
 class SimRunError(RuntimeError):
     """A simulated run that raised; the message names it (the cause is chained)."""
+
+
+# A worker stopped by Ctrl-C ends with the shell's code for it (128 + SIGINT).
+INTERRUPTED_EXIT = 128 + signal.SIGINT
+
+
+def _end_on_interrupt() -> None:
+    """In a worker process: Ctrl-C ends it at once and quietly. Its run lives in memory only,
+    and the sitting that wanted it is being dropped; a traceback per worker would bury the
+    command's own message."""
+    signal.signal(signal.SIGINT, lambda _signum, _frame: os._exit(INTERRUPTED_EXIT))
 
 
 def _run(job: Job) -> SimResult:
@@ -48,7 +61,7 @@ def run_all(
             progress(results[job], len(results), len(jobs))
         return [results[job] for job in jobs]
     # No more processes than runs (and at least one: an empty list still gives its empty answer).
-    pool = ProcessPoolExecutor(max_workers=max(1, min(processes, len(jobs))))
+    pool = ProcessPoolExecutor(max_workers=max(1, min(processes, len(jobs))), initializer=_end_on_interrupt)
     try:
         futures: dict[Future[SimResult], Job] = {pool.submit(_run, job): job for job in jobs}
         for future in as_completed(futures):
