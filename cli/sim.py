@@ -180,8 +180,8 @@ def sim(
     count = seeds if seeds is not None else FULL_SEEDS if full else 2
     seed_range = range(first_seed, first_seed + count)
     work = [Job(p.name, land, seed, budget) for land in landscapes for p in runnable for seed in seed_range]
-    memory = _machine_memory()
-    if not load and memory is not None:
+    memory = None if load else _machine_memory()  # --load runs nothing
+    if memory is not None:
         side_by_side = min(jobs, len(work))
         for land in landscapes:
             need = side_by_side * max((memory_bound(p, land, budget) for p in runnable), default=0)

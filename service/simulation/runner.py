@@ -40,7 +40,7 @@ from service.runs import change_state, create_run
 from service.simulation.landscape import Landscape, LandscapeConfig, Mutation
 from service.simulation.presets import Preset
 from service.simulation.tasks import LandscapeCatalog
-from service.simulation.worker import SimulatedWorker
+from service.simulation.worker import BYTES_PER_TASK, SimulatedWorker
 
 MAX_IDLE_TICKS = 50  # ticks in a row with no job and no change: the run is stuck (a bug)
 # Steps are free here, so a landscape whose edits almost never make a child that needs evaluating
@@ -48,7 +48,6 @@ MAX_IDLE_TICKS = 50  # ticks in a row with no job and no change: the run is stuc
 # after this many steps per evaluation of its budget, short of it; on the built-in landscapes no
 # preset takes more than 0.4.
 MAX_STEPS_PER_EVALUATION = 2
-BYTES_PER_TASK = 8  # an agent's chances are packed doubles (worker.AgentTruth)
 # Job time limits are checked as a service with the default settings checks them.
 VISIBILITY_TIMEOUT_S: int = Settings.model_fields["broker_visibility_timeout_s"].default
 

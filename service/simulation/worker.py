@@ -38,6 +38,10 @@ def synthetic_sha(*parts: object) -> str:
     return hashlib.sha1(":".join(str(p) for p in parts).encode()).hexdigest()
 
 
+# What one task of one agent's hidden chances takes in memory (`clade sim` bounds a sitting by it).
+BYTES_PER_TASK = array("d").itemsize
+
+
 @dataclass
 class AgentTruth:
     # Packed doubles, 8 bytes a task instead of a list's 32: a run keeps one vector per child.
