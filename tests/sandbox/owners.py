@@ -13,12 +13,13 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from docker.errors import NotFound
+from docker.errors import APIError, NotFound
 
 from sandbox.base import BACKEND_LABEL, OWNER_LABEL, ROLE_LABEL, SandboxSpec
 from sandbox.docker_backend import SANDBOX_ROLE
@@ -26,6 +27,7 @@ from sandbox.liveness import ProcessStamp, start_time
 from sandbox.registry import get_backend
 
 TEST_LABEL = "dev.clade.test-owners"
+REMOVAL_DEADLINE_S = 120.0  # a busy engine
 
 
 @dataclass
@@ -70,8 +72,29 @@ def owner_processes(client: Any) -> Iterator[list[OwnerProcess]]:
         for owner in started:
             if owner.process.poll() is None:
                 owner.kill()
-            with suppress(NotFound):
-                client.api.remove_container(owner.sandbox_id, force=True)
+            remove_sandbox(client, owner.sandbox_id)
+
+
+def remove_sandbox(client: Any, container_id: str) -> None:
+    """Remove a test's container, gone when this returns, though a worker starting in another test
+    may be removing it at the same moment (the engine then answers 409, "already in progress")."""
+    try:
+        client.api.remove_container(container_id, force=True)
+    except NotFound:
+        return
+    except APIError as exc:
+        if exc.status_code != 409:
+            raise
+    deadline = time.monotonic() + REMOVAL_DEADLINE_S
+    while True:
+        try:
+            client.api.inspect_container(container_id)
+        except NotFound:
+            return
+        assert time.monotonic() < deadline, (
+            f"container {container_id} was still there after {REMOVAL_DEADLINE_S} s"
+        )
+        time.sleep(0.1)
 
 
 def dead_stamp(base: ProcessStamp) -> ProcessStamp:

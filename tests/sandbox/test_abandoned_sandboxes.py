@@ -24,6 +24,7 @@ from tests.sandbox.owners import (
     create_stamped,
     dead_stamp,
     owner_processes,
+    remove_sandbox,
     start_owner,
 )
 
@@ -118,8 +119,7 @@ def test_stamps_are_judged_only_where_their_process_can_be_seen(docker_client: A
         assert {what for what, cid in ids.items() if not exists(docker_client, cid)} == gone
     finally:
         for cid in ids.values():
-            if exists(docker_client, cid):
-                docker_client.api.remove_container(cid, force=True)
+            remove_sandbox(docker_client, cid)
     assert docker_client.api.containers(all=True, filters={"label": f"{TEST_LABEL}={tag}"}) == []
 
 
