@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import sys
 import time
 from datetime import UTC, datetime
@@ -107,12 +108,13 @@ def sim(
     The baseline (the Darwin Gödel Machine's default, `dgm`) always runs: every preset is
     compared with it at the full budget, paired by seed.
     """
-    from service.simulation.batch import INTERRUPTED_EXIT, Job, SimRunError, run_all
+    from service.simulation.batch import Job, SimRunError, run_all
     from service.simulation.landscape import LANDSCAPES, Landscape, LandscapeConfig
     from service.simulation.landscape_file import LandscapeFileError, resolve_landscape
     from service.simulation.presets import BASELINE, PRESETS, get_preset, main_presets
     from service.simulation.runner import memory_bound, no_room_to_search
     from service.simulation.sittings import SittingFileError, join_sittings, read_sitting
+    from service.simulation.stopping import Interrupted, catching_stop_signals, exit_code
 
     if load:
         # A saved sitting is redrawn as it ran: options that choose what runs would be ignored.
@@ -219,23 +221,26 @@ def sim(
         command = "clade " + " ".join(shlex.quote(a) for a in sys.argv[1:])
         sitting = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
         made = not folder.exists()
-        _make_folder(folder)  # now: a folder that cannot be made is refused before hours of runs
         try:
-            err_console.print(f"{len(work)} runs into {folder}/ ({_processes(jobs)})", highlight=False)
-            results = run_all(work, processes=jobs, progress=progress)
+            # From before the folder is made: a stop at any moment after it removes the folder.
+            with catching_stop_signals():
+                _make_folder(folder)  # now: a folder that cannot be made is refused before hours of runs
+                err_console.print(f"{len(work)} runs into {folder}/ ({_processes(jobs)})", highlight=False)
+                results = run_all(work, processes=jobs, progress=progress)
         except SimRunError as exc:
             err_console.print(f"[red]error: {exc}[/red]", highlight=False)
             raise typer.Exit(1) from None
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or a closed terminal (`Interrupted`)
             # Results are written only when every run has ended: nothing is half written.
-            removed = made and not any(folder.iterdir())
+            removed = made and folder.is_dir() and not any(folder.iterdir())
             if removed:
                 folder.rmdir()
             where = "removed" if removed else "left as it was"
             err_console.print(
                 f"[yellow]interrupted: no results written ({folder} {where})[/yellow]", highlight=False
             )
-            raise typer.Exit(INTERRUPTED_EXIT) from None
+            signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+            raise typer.Exit(exit_code(signum)) from None
         wall = time.perf_counter() - started
         for r in results:
             if r.done_in_database != r.evaluations:
