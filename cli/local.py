@@ -117,13 +117,20 @@ def up(concurrency: Annotated[int, typer.Option(min=1, help="Worker task slots")
     from cli.stack import local_stack
 
     settings = get_settings()
-    # `kill` (SIGTERM) stops the whole stack as Ctrl-C does, so no child process is left behind.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    stop_like_ctrl_c()
     with local_stack(settings, concurrency=concurrency) as stack:
         model = "the SCRIPTED offline model (not a real LLM)" if stack.scripted else stack.llm_base_url
         typer.echo(f"Clade is up at {stack.service_url} (API docs at /docs); model: {model}")
         typer.echo(f"logs: {stack.log_dir}; Ctrl-C to stop")
         hold(stack)
+
+
+def stop_like_ctrl_c() -> None:
+    """`kill` (SIGTERM) and a closed terminal (SIGHUP) stop the whole stack as Ctrl-C does, so no
+    child process is left behind; under `nohup` (SIGHUP ignored) it stays up."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_DFL:
+        signal.signal(signal.SIGHUP, signal.default_int_handler)
 
 
 def hold(stack: Stack) -> None:
@@ -169,7 +176,7 @@ def demo(
     console = SafeConsole()
     with reported_errors():
         chosen = demo_model(settings, model, price, console)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # as in `up`: stop the stack, leave nothing
+    stop_like_ctrl_c()  # as in `up`: stop the stack, leave nothing
     console.print(f"data directory: {settings.data_dir}")
     console.print("building the sandbox image if needed (the first time takes a few minutes) ...")
     build_images(quiet=True)

@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 
 import httpx
 
+from contracts.lifetime import parent_death_hook
 from contracts.settings import Settings
 
 
@@ -140,7 +141,13 @@ def _spawn(
 ) -> None:
     with (stack.log_dir / f"{name}.log").open("ab") as log:
         stack.processes[name] = subprocess.Popen(
-            [sys.executable, *argv], env=env, stdout=log, stderr=subprocess.STDOUT, pass_fds=pass_fds
+            [sys.executable, *argv],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            pass_fds=pass_fds,
+            # Stopped as the stack stops them, even when the stack is killed outright (SIGKILL).
+            preexec_fn=parent_death_hook(signal.SIGTERM),
         )
 
 

@@ -7,10 +7,8 @@ and the command says what it kept."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
-import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -18,10 +16,10 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
+from contracts.lifetime import die_with_parent
+
 # Ctrl-C, `kill` / `timeout` / a service manager, and a terminal that closes.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def exit_code(signum: int) -> int:
@@ -99,25 +97,14 @@ def _end_quietly(signum: int, _frame: FrameType | None) -> None:
     os._exit(exit_code(signum))
 
 
-def _die_with(parent: int) -> None:
-    """The kernel kills this process when the command dies, even by SIGKILL: an orphaned worker
-    would wait for work forever."""
-    if not sys.platform.startswith("linux"):
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-    if os.getppid() != parent:  # it died before the request took effect
-        os._exit(exit_code(signal.SIGKILL))
-
-
 def start_worker(parent: int) -> None:
     """A worker process's initializer (`parent`: the command's pid): stop signals end it at once
     and quietly, and so does the command's death."""
     for signum in STOP_SIGNALS:
         if signal.getsignal(signum) is not signal.SIG_IGN:
             signal.signal(signum, _end_quietly)
-    _die_with(parent)
+    # An orphaned worker would wait for work forever.
+    die_with_parent(parent, signal.SIGKILL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
