@@ -11,7 +11,6 @@ from service.simulation.landscape import LandscapeConfig
 from service.simulation.presets import get_preset
 from service.simulation.runner import SimResult, simulate
 from service.simulation.stopping import (
-    Interrupted,
     catching_stop_signals,
     holding_back_stop_signals,
     kill_workers,
@@ -72,7 +71,7 @@ def run_all(
                     raise _failed(job, exc) from exc
                 stops.check()
                 progress(results[job], len(results), len(jobs))
-        except Interrupted:
+        except KeyboardInterrupt:  # `Interrupted` by a stop signal, or a plain Ctrl-C
             kill_workers(pool)  # a signal sent to the command alone must not wait for their runs
             raise
         finally:
