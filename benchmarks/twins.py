@@ -42,6 +42,7 @@ import io
 import math
 import os
 import re
+import threading
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -53,6 +54,13 @@ EQUAL_METHODS = frozenset(
     }
 )  # fmt: skip
 TRUTH_METHODS = {"assertTrue": "assertFalse", "assertFalse": "assertTrue"}
+# CPython 3.11 keeps the AST constructor's recursion depth in state that all threads share: two
+# parses at once can fail with "SystemError: AST constructor recursion depth mismatch"
+# (python/cpython gh-106905). Grading runs on several threads (`clade bench check`), so parses
+# here take turns; one elsewhere (3.11's tracebacks parse their lines) can still collide, and the
+# error says nothing of the source, so the parse is tried again.
+_PARSING = threading.Lock()
+_PARSE_TRIES = 3
 _SKIPPING_DECORATOR = re.compile(r"skip|xfail|fixture", re.IGNORECASE)
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 # The largest tolerances a perturbation always exceeds: numbers change by 1 (a unit) or more
@@ -98,10 +106,22 @@ class _Candidate:
     edits: tuple[_Edit, ...]
 
 
+def _parse(source: str) -> ast.Module:
+    for _ in range(_PARSE_TRIES - 1):
+        try:
+            with _PARSING:
+                return ast.parse(source)
+        except SystemError as exc:
+            if "recursion depth mismatch" not in str(exc):
+                raise
+    with _PARSING:
+        return ast.parse(source)
+
+
 def candidates(source: str) -> list[_Candidate]:
     """The test functions of `source` that can be twinned, in file order."""
     try:
-        tree = ast.parse(source)
+        tree = _parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     found: list[_Candidate] = []
