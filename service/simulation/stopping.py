@@ -62,9 +62,9 @@ def _is_default(signum: int, handler: Any) -> bool:
 def catching_stop_signals() -> Iterator[StopSignals]:
     """In the command: a stop signal raises `Interrupted` while the sitting runs. Signals can only
     be caught on the main thread; elsewhere Python's defaults stay. Nested, the outer catch holds."""
-    current = signal.getsignal(signal.SIGINT)
-    if isinstance(current, StopSignals):  # inside an outer sitting's catch: it is the one
-        yield current
+    outer = [h for h in map(signal.getsignal, STOP_SIGNALS) if isinstance(h, StopSignals)]
+    if outer:  # inside an outer sitting's catch: it is the one
+        yield outer[0]
         return
     stops = StopSignals()
     previous: dict[int, Any] = {}

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from service.simulation.stopping import STOP_SIGNALS, catching_stop_signals
+
 DEADLINE_S = 120.0  # generous: a busy machine; a healthy stop takes about a second
 
 
@@ -97,3 +99,22 @@ def test_workers_die_with_a_killed_sitting(tmp_path: Path) -> None:
     finally:
         if _group_alive(sitting.pid):
             os.killpg(sitting.pid, signal.SIGKILL)
+
+
+def test_signals_ignored_before_stay_ignored_and_handlers_come_back() -> None:
+    # Under nohup (SIGHUP ignored) or as a background job (SIGINT ignored) a sitting must not
+    # start answering them; a sitting inside another (the CLI's catch around `run_all`'s) is one.
+    before = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with catching_stop_signals() as outer:
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) is outer
+            with catching_stop_signals() as inner:
+                assert inner is outer
+            assert signal.getsignal(signal.SIGTERM) is outer
+        assert signal.getsignal(signal.SIGTERM) is before[signal.SIGTERM]
+        assert signal.getsignal(signal.SIGINT) is before[signal.SIGINT]
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
