@@ -86,11 +86,11 @@ def holding_back_stop_signals() -> Iterator[None]:
     """Stop signals wait while worker processes are forked: one that lands in the middle of a fork
     is lost in the command, and in a worker before its handler is set it prints a traceback.
     Workers inherit the held-back mask and let the signals in once their handlers are set."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def _end_quietly(signum: int, _frame: FrameType | None) -> None:
