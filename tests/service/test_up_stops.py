@@ -67,7 +67,8 @@ def _start_up(tmp_path: Path) -> tuple[subprocess.Popen[str], queue.Queue[str | 
     lines = _lines(up.stdout)
     deadline = time.monotonic() + START_S
     seen: list[str] = []
-    while not any(line.startswith("Clade is up at") for line in seen):
+    # Its last line before it waits for a stop (the one before it says it is up).
+    while not any(line.startswith("logs: ") for line in seen):
         line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
         assert line is not None, "\n".join(seen)
         seen.append(line)
