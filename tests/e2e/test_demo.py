@@ -4,50 +4,21 @@ Ctrl-C, and the commands it prints at the end work as printed from another termi
 from __future__ import annotations
 
 import os
-import queue
 import re
 import shlex
 import signal
 import subprocess
 import sys
 import tarfile
-import threading
 import time
 from pathlib import Path
-from typing import IO
 
 import httpx
 import pytest
 
+from tests.process_output import Output
+
 pytestmark = pytest.mark.docker
-
-
-class Output:
-    """The demo's lines as they come, read on a thread so that every wait can have a deadline."""
-
-    def __init__(self, process: subprocess.Popen[str]) -> None:
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        self.seen: list[str] = []
-        assert process.stdout is not None
-        threading.Thread(target=self._read, args=(process.stdout,), daemon=True).start()
-
-    def _read(self, stream: IO[str]) -> None:
-        for line in stream:
-            self.lines.put(line.rstrip("\n"))
-        self.lines.put(None)
-
-    def next_line(self, deadline: float) -> str:
-        try:
-            line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty as exc:
-            raise AssertionError(self._last("the demo printed nothing more in time")) from exc
-        if line is None:
-            raise AssertionError(self._last("the demo exited early"))
-        self.seen.append(line)
-        return line
-
-    def _last(self, what: str) -> str:
-        return what + ":\n" + "\n".join(self.seen[-40:])
 
 
 @pytest.mark.timeout(1500)

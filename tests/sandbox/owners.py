@@ -75,6 +75,14 @@ def owner_processes(client: Any) -> Iterator[list[OwnerProcess]]:
             remove_sandbox(client, owner.sandbox_id)
 
 
+def exists(client: Any, container_id: str) -> bool:
+    try:
+        client.api.inspect_container(container_id)
+    except NotFound:
+        return False
+    return True
+
+
 def remove_sandbox(client: Any, container_id: str) -> None:
     """Remove a test's container, gone when this returns, though a worker starting in another test
     may be removing it at the same moment (the engine then answers 409, "already in progress")."""
@@ -86,11 +94,7 @@ def remove_sandbox(client: Any, container_id: str) -> None:
         if exc.status_code != 409:
             raise
     deadline = time.monotonic() + REMOVAL_DEADLINE_S
-    while True:
-        try:
-            client.api.inspect_container(container_id)
-        except NotFound:
-            return
+    while exists(client, container_id):
         assert time.monotonic() < deadline, (
             f"container {container_id} was still there after {REMOVAL_DEADLINE_S} s"
         )

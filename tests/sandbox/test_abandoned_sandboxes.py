@@ -13,7 +13,6 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from docker.errors import NotFound
 
 from sandbox.base import OWNER_LABEL
 from sandbox.docker_backend import DockerBackend
@@ -23,20 +22,13 @@ from tests.sandbox.owners import (
     OwnerProcess,
     create_stamped,
     dead_stamp,
+    exists,
     owner_processes,
     remove_sandbox,
     start_owner,
 )
 
 pytestmark = pytest.mark.docker
-
-
-def exists(client: Any, container_id: str) -> bool:
-    try:
-        client.api.inspect_container(container_id)
-    except NotFound:
-        return False
-    return True
 
 
 def running(client: Any, container_id: str) -> bool:

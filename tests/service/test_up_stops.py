@@ -4,34 +4,20 @@ and when it is killed outright its service, worker and model server stop on thei
 from __future__ import annotations
 
 import os
-import queue
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
-from typing import IO
 
 import pytest
+
+from tests.process_output import Output
 
 pytestmark = pytest.mark.docker  # the stack's worker starts only with an engine
 
 START_S = 300.0  # a busy machine; the stack is usually up in seconds
 STOP_S = 120.0  # each process is given 30 s before a kill
-
-
-def _lines(stream: IO[str]) -> queue.Queue[str | None]:
-    """The lines as they come, read on a thread so that every wait has a deadline."""
-    lines: queue.Queue[str | None] = queue.Queue()
-
-    def read() -> None:
-        for line in stream:
-            lines.put(line.rstrip("\n"))
-        lines.put(None)
-
-    threading.Thread(target=read, daemon=True).start()
-    return lines
 
 
 def _group(pgid: int) -> list[int]:
@@ -51,7 +37,7 @@ def _group(pgid: int) -> list[int]:
     return members
 
 
-def _start_up(tmp_path: Path) -> tuple[subprocess.Popen[str], queue.Queue[str | None]]:
+def _start_up(tmp_path: Path) -> tuple[subprocess.Popen[str], Output]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLADE_")}  # the scripted model
     # Port 0: the stack binds a free one itself (never picked, then bound later).
     env |= {"CLADE_DATA_DIR": str(tmp_path / "data"), "CLADE_SERVICE_URL": "http://127.0.0.1:0"}
@@ -63,16 +49,12 @@ def _start_up(tmp_path: Path) -> tuple[subprocess.Popen[str], queue.Queue[str | 
         text=True,
         start_new_session=True,  # its own group: the stack's processes are found by it
     )
-    assert up.stdout is not None
-    lines = _lines(up.stdout)
+    output = Output(up)
     deadline = time.monotonic() + START_S
-    seen: list[str] = []
     # Its last line before it waits for a stop (the one before it says it is up).
-    while not any(line.startswith("logs: ") for line in seen):
-        line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
-        assert line is not None, "\n".join(seen)
-        seen.append(line)
-    return up, lines
+    while not output.next_line(deadline).startswith("logs: "):
+        pass
+    return up, output
 
 
 def _assert_group_ends(pgid: int, log_dir: Path) -> None:
@@ -86,7 +68,7 @@ def _assert_group_ends(pgid: int, log_dir: Path) -> None:
 
 @pytest.mark.parametrize("stop", [signal.SIGHUP, signal.SIGKILL])
 def test_up_leaves_no_process_behind(tmp_path: Path, stop: signal.Signals) -> None:
-    up, lines = _start_up(tmp_path)
+    up, output = _start_up(tmp_path)
     try:
         assert len(_group(up.pid)) >= 4  # itself, the model server, the service, the worker
         up.send_signal(stop)  # to `clade up` alone, as `kill` sends it
@@ -94,7 +76,7 @@ def test_up_leaves_no_process_behind(tmp_path: Path, stop: signal.Signals) -> No
         if stop == signal.SIGHUP:
             assert code == 0
             said = []
-            while (line := lines.get(timeout=STOP_S)) is not None:
+            while (line := output.lines.get(timeout=STOP_S)) is not None:
                 said.append(line)
             assert "stopping" in said
         else:
